@@ -1,0 +1,123 @@
+"""The catalog: every note file of the vault, parsed, kept fresh by stat.
+
+Listing, review and recall need every note's properties; parsing thousands of
+YAML blocks on every command would be slow, so parsed notes are cached in
+`.vaultmem/cache/catalog.pickle` keyed by (path, mtime, size, inode). Any file whose
+stamp changed is parsed again; deleting the cache only costs one re-parse.
+Files that cannot be read become `problems` (one line each) and are skipped,
+so one broken note never stops the rest of the vault.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import NoteError
+from .model import Note
+
+NOTE_FOLDERS = ("memories", "skills", "archive")
+CACHE_VERSION = 3
+
+
+@dataclass
+class Entry:
+    stamp: tuple[int, ...]
+    note: Note | None
+    problem: str | None = None
+
+
+@dataclass
+class Catalog:
+    """Notes by path, plus the files that could not be read."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+
+    @property
+    def notes(self) -> list[Note]:
+        return [e.note for e in self.entries.values() if e.note is not None]
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        return [(path, e.problem) for path, e in sorted(self.entries.items()) if e.problem]
+
+    def stamps(self) -> dict[str, tuple[int, ...]]:
+        return {path: e.stamp for path, e in self.entries.items() if e.note is not None}
+
+
+def note_files(root: Path) -> dict[str, tuple[int, ...]]:
+    """Every `.md` file under the note folders: relative path -> (mtime_ns, size, inode).
+
+    Hidden files and folders (editor swap files, `.trash`) are not notes.
+    """
+    found: dict[str, tuple[int, ...]] = {}
+    for folder in NOTE_FOLDERS:
+        top = root / folder
+        if not top.is_dir():
+            continue
+        stack = [top]
+        while stack:
+            current = stack.pop()
+            try:
+                entries = list(os.scandir(current))
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.name.startswith("."):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                elif entry.name.endswith(".md") and entry.is_file():
+                    info = entry.stat()
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    found[rel] = (info.st_mtime_ns, info.st_size, info.st_ino)
+    return found
+
+
+def refresh(root: Path, cache_file: Path, read_note) -> Catalog:
+    """The catalog as the files are now; `read_note(rel_path)` parses one file.
+
+    Writes the cache back only when something changed, so a read-only command
+    on an unchanged vault writes nothing.
+    """
+    old = _load(cache_file)
+    current = note_files(root)
+    catalog = Catalog()
+    changed = set(old.entries) != set(current)
+    for rel, stamp in current.items():
+        previous = old.entries.get(rel)
+        if previous is not None and previous.stamp == stamp:
+            catalog.entries[rel] = previous
+            continue
+        changed = True
+        try:
+            catalog.entries[rel] = Entry(stamp, read_note(rel))
+        except NoteError as exc:
+            catalog.entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
+    if changed:
+        _save(cache_file, catalog)
+    return catalog
+
+
+def _load(cache_file: Path) -> Catalog:
+    try:
+        with open(cache_file, "rb") as handle:
+            version, entries = pickle.load(handle)
+        if version == CACHE_VERSION:
+            return Catalog(entries)
+    except Exception:  # a missing, old or damaged cache is only a slower start
+        pass
+    return Catalog()
+
+
+def _save(cache_file: Path, catalog: Catalog) -> None:
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as handle:
+            pickle.dump((CACHE_VERSION, catalog.entries), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass  # a read-only vault still answers; it is just not cached

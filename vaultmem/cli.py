@@ -1,0 +1,519 @@
+"""The `vaultmem` command line: options -> one library call -> output.
+
+Every command takes `--json` (data for agents), `-q` (exit code only) and
+`--vault PATH`. Errors are one line on stderr and a documented exit code:
+0 ok, 1 not found, 2 bad usage or input, 3 a file kept changing under a write.
+Heavy modules (whoosh, fsrs, onnxruntime) are imported inside the commands
+that need them, so `vaultmem --help` and light commands start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from datetime import datetime
+
+import click
+
+from .errors import EXIT_BAD_INPUT, VaultmemError
+
+INTERNAL_ERROR = 70
+
+
+class VaultmemGroup(click.Group):
+    """Turns vaultmem's errors into one line and its exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except VaultmemError as exc:
+            _fail(ctx, str(exc), exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted", 130)
+        except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
+            if os.environ.get("VAULTMEM_DEBUG"):
+                raise
+            _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
+                  INTERNAL_ERROR)
+
+
+def _fail(ctx, message: str, code: int):
+    if not _quiet(ctx):
+        click.echo(f"vaultmem: {message}", err=True)
+    ctx.exit(code)
+
+
+def _quiet(ctx) -> bool:
+    while ctx is not None:
+        if ctx.params.get("quiet"):
+            return True
+        ctx = ctx.parent
+    return False
+
+
+def common(func):
+    """--vault, --json and -q on every command (also accepted before the command)."""
+    @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None,
+                  help="The vault folder (default: $VAULTMEM_VAULT, the nearest folder with .vaultmem/, "
+                       "or the user's default vault).")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
+    @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says how it went.")
+    @functools.wraps(func)
+    def wrapper(*args, vault_path=None, as_json=False, quiet=False, **kwargs):
+        ctx = click.get_current_context()
+        parent = ctx.parent.params if ctx.parent else {}
+        out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
+        return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
+
+    return wrapper
+
+
+class Output:
+    def __init__(self, as_json: bool, quiet: bool):
+        self.as_json = as_json
+        self.quiet = quiet
+
+    def emit(self, data, human: str | None = None) -> None:
+        if self.quiet:
+            return
+        if self.as_json:
+            click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        elif human is not None:
+            click.echo(human.rstrip("\n"))
+
+
+def _vault(vault_path):
+    from .vault import Vault
+
+    return Vault.open(vault_path)
+
+
+def _note_json(note, now, config, extra: dict | None = None) -> dict:
+    from .clock import format_datetime
+    from .note import field_values
+    from .schedule import label, retrievability
+
+    data = {}
+    for key, value in field_values(note).items():
+        data[key] = format_datetime(value) if isinstance(value, datetime) else (list(value) if isinstance(value, tuple) else value)
+    r = retrievability(note, now, config)
+    data.update(title=note.title, text=note.text, path=note.path,
+                retrievability=None if r is None else round(r, 4), label=label(note, now, config))
+    data.update(extra or {})
+    return data
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def _short(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _note_rows(notes, now, config):
+    from .schedule import label
+
+    return [[n.id, n.namespace, n.status, n.tier, f"{n.strength:.2f}", label(n, now, config), _short(n.title, 50)]
+            for n in notes]
+
+
+NOTE_HEADERS = ["ID", "NAMESPACE", "STATUS", "TIER", "STRENGTH", "LABEL", "TITLE"]
+
+
+def _parse_created(value):
+    if value is None:
+        return None
+    from .clock import parse_datetime
+
+    return parse_datetime(value, what="--created")
+
+
+def _split_tags(values) -> list[str]:
+    tags = []
+    for value in values or ():
+        tags.extend(t for t in value.replace(",", " ").split() if t)
+    return tags
+
+
+# ---------------------------------------------------------------- commands
+
+@click.group(cls=VaultmemGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None, help="The vault folder.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says how it went.")
+@click.version_option(package_name="vaultmem")
+def cli(vault_path, as_json, quiet):
+    """vaultmem: an agent's memory as plain markdown notes, with spaced repetition.
+
+    \b
+    Quick tour:
+      vaultmem init ~/notes/agent-vault
+      vaultmem add "The staging DB is Postgres 16" -n work --tags db
+      vaultmem recall "which postgres version on staging" --json
+      vaultmem grade ID good
+      vaultmem review
+    """
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(file_okay=False))
+@common
+def init(path, out, vault_path):
+    """Create a vault, or add what is missing to an existing (Obsidian) folder.
+
+    Example: vaultmem init ~/vaults/agent
+    """
+    from .vault import discover, init_vault
+
+    root = discover(path or vault_path) if (path or vault_path) else (os.path.abspath("."))
+    from pathlib import Path
+
+    root = Path(root)
+    added = init_vault(root)
+    out.emit({"vault": str(root), "added": added},
+             f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
+
+
+@cli.command()
+@click.argument("text")
+@click.option("-n", "--namespace", help="Where the memory belongs, e.g. work or projects/api (required).")
+@click.option("-t", "--tags", multiple=True, help="Tags, comma-separated or repeated.")
+@click.option("-s", "--source", default="", help="Where it came from: a URL, a file, or a [[note]].")
+@click.option("--created", help="When it was learned (backfills, imports), e.g. 2024-05-08T13:56:00; UTC unless an offset is given.")
+@click.option("--tier", help="L0 observed, L1 remembered (default), L2 every session, L3 durable.")
+@common
+def add(text, namespace, tags, source, created, tier, out, vault_path):
+    """Remember a fact, preference or decision.
+
+    Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
+    """
+    from .clock import now as clock_now
+    from .vault import check_namespace
+
+    check_namespace(namespace)
+    vault = _vault(vault_path)
+    note = vault.add(text, namespace, tags=_split_tags(tags), source=source, created=_parse_created(created), tier=tier)
+    out.emit(_note_json(note, clock_now(), vault.config), f"added {note.id}  {note.path}")
+
+
+@cli.command()
+@click.argument("title")
+@click.option("--trigger", default="", help="When to use this procedure.")
+@click.option("--steps", default="", help="The steps (required).")
+@click.option("--outcome", default="", help="What success looks like.")
+@click.option("--lessons", default="", help="What went wrong before and how to avoid it.")
+@click.option("-n", "--namespace", help="Where the skill belongs (required).")
+@click.option("-t", "--tags", multiple=True, help="Tags, comma-separated or repeated.")
+@click.option("-s", "--source", default="", help="Where it came from.")
+@common
+def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, out, vault_path):
+    """Remember a skill: a procedure with trigger, steps, outcome and lessons.
+
+    Example: vaultmem learn "Release the CLI" --trigger "a tag is pushed" --steps "1. bump 2. tag" -n work
+    """
+    from .clock import now as clock_now
+    from .vault import check_namespace
+
+    check_namespace(namespace)
+    vault = _vault(vault_path)
+    note = vault.learn(title, trigger, steps, outcome, lessons, namespace, tags=_split_tags(tags), source=source)
+    out.emit(_note_json(note, clock_now(), vault.config), f"learned {note.id}  {note.path}")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--top-k", type=click.IntRange(1, 1000), default=None, help="How many results (default: recall.top_k).")
+@click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
+@click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
+@common
+def recall(query, top_k, namespace, kind, include_hidden, out, vault_path):
+    """Find the memories that answer a query. Never writes a note.
+
+    Example: vaultmem recall "how do we deploy" -k 3 --json
+    """
+    from .clock import now as clock_now
+    from .recall import recall as run_recall
+
+    vault = _vault(vault_path)
+    hits = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
+    now = clock_now()
+    data = [_note_json(h.note, now, vault.config, {"score": round(h.score, 4), "signals": h.signals}) for h in hits]
+    rows = [[h.note.id, f"{h.score:.3f}", h.note.namespace, h.label, _short(h.note.summary, 70)] for h in hits]
+    out.emit(data, _table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories")
+
+
+@cli.command()
+@click.argument("note_id")
+@common
+def show(note_id, out, vault_path):
+    """Show one note: its properties and text.
+
+    Example: vaultmem show k3f9x2ab
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    note = vault.get(note_id)
+    data = _note_json(note, clock_now(), vault.config)
+    skip = {"text", "title"}
+    human = "\n".join(f"{k}: {', '.join(v) if isinstance(v, list) else ('' if v is None else v)}"
+                      for k, v in data.items() if k not in skip)
+    out.emit(data, f"{human}\n\n{note.text}")
+
+
+@cli.command(name="list")
+@click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@click.option("--type", "kind", type=click.Choice(["memory", "skill"]))
+@click.option("--status", type=click.Choice(["active", "stale", "archived", "suspended", "superseded"]))
+@click.option("--tier", type=click.Choice(["L0", "L1", "L2", "L3"]))
+@click.option("--tag", help="Only notes with this tag.")
+@click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
+@click.option("--limit", type=click.IntRange(1), default=None)
+@common
+def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, vault_path):
+    """List notes, newest first, with filters.
+
+    Example: vaultmem list -n work --tier L2
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    notes = vault.notes(include_hidden=include_hidden or status in ("archived", "suspended", "superseded"))
+    notes = [n for n in notes
+             if (not namespace or n.namespace == namespace or n.namespace.startswith(namespace.rstrip("/") + "/"))
+             and (not kind or n.type == kind) and (not status or n.status == status)
+             and (not tier or n.tier == tier) and (not tag or tag.lstrip("#") in n.tags)]
+    notes.sort(key=lambda n: (n.created, n.id), reverse=True)
+    notes = notes[:limit] if limit else notes
+    now = clock_now()
+    out.emit([_note_json(n, now, vault.config) for n in notes],
+             _table(_note_rows(notes, now, vault.config), NOTE_HEADERS) or "no notes")
+
+
+def _grade_summary(note, now, config) -> str:
+    from .clock import format_datetime
+
+    return (f"{note.id}: {note.state}, due {format_datetime(note.due)} UTC, stability {note.stability}, "
+            f"strength {note.strength:.2f}, lapses {note.lapses}" + (f", {note.status}" if note.status != "active" else ""))
+
+
+@cli.command()
+@click.argument("note_id")
+@click.argument("rating")
+@click.option("-c", "--comment", help="Why: kept in the review log.")
+@common
+def grade(note_id, rating, comment, out, vault_path):
+    """Grade a memory after using it: again (it was wrong), hard, good or easy.
+
+    Example: vaultmem grade k3f9x2ab good -c "used it to pick the DB driver"
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    note = vault.grade(note_id, rating, comment=comment)
+    now = clock_now()
+    out.emit(_note_json(note, now, vault.config), _grade_summary(note, now, vault.config))
+
+
+@cli.command(name="grade-batch")
+@click.argument("pairs", nargs=-1, required=True)
+@common
+def grade_batch(pairs, out, vault_path):
+    """Grade several memories at once: ID:RATING ... (all or nothing on bad input).
+
+    Example: vaultmem grade-batch k3f9x2ab:good m2p8q4zz:again
+    """
+    from .clock import now as clock_now
+    from .errors import BadInput
+
+    parsed = []
+    for pair in pairs:
+        note_id, sep, rating = pair.rpartition(":")
+        if not sep or not note_id or not rating:
+            raise BadInput(f"{pair!r} is not ID:RATING; write e.g. k3f9x2ab:good")
+        parsed.append((note_id, rating))
+    vault = _vault(vault_path)
+    notes = vault.grade_batch(parsed)
+    now = clock_now()
+    out.emit([_note_json(n, now, vault.config) for n in notes],
+             "\n".join(_grade_summary(n, now, vault.config) for n in notes))
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(1), default=20, show_default=True)
+@common
+def review(limit, out, vault_path):
+    """What is due for confirmation, most at risk first.
+
+    Example: vaultmem review --limit 5 --json
+    """
+    from .clock import now as clock_now
+    from .lifecycle import due_for_review
+
+    vault = _vault(vault_path)
+    now = clock_now()
+    due = due_for_review(vault.notes(), now, vault.config)[:limit]
+    data = [_note_json(n, now, vault.config) for n, _r in due]
+    rows = [[n.id, n.namespace, "-" if r is None else f"{r:.2f}", n.state, _short(n.summary, 60)] for n, r in due]
+    out.emit(data, _table(rows, ["ID", "NAMESPACE", "RETRIEVABILITY", "STATE", "TEXT"]) or "nothing is due")
+
+
+@cli.command()
+@click.option("--n", "count", type=click.IntRange(1), default=10, show_default=True)
+@click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@common
+def top(count, namespace, out, vault_path):
+    """The strongest memories.
+
+    Example: vaultmem top --n 5
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    notes = [n for n in vault.notes()
+             if not namespace or n.namespace == namespace or n.namespace.startswith(namespace + "/")]
+    notes = sorted(notes, key=lambda n: (-n.strength, -n.reps, n.created))[:count]
+    now = clock_now()
+    out.emit([_note_json(n, now, vault.config) for n in notes],
+             _table(_note_rows(notes, now, vault.config), NOTE_HEADERS) or "no notes")
+
+
+@cli.command()
+@click.option("--max-tokens", type=click.IntRange(50), default=1500, show_default=True, help="Budget for the block.")
+@click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@common
+def prompt(max_tokens, namespace, out, vault_path):
+    """A compact block of memories for an agent's context.
+
+    Example: vaultmem prompt --max-tokens 800
+    """
+    from .clock import now as clock_now
+    from .prompt import prompt_lines, render_prompt
+
+    vault = _vault(vault_path)
+    now = clock_now()
+    text, kept = render_prompt(prompt_lines(vault.notes(), now, vault.config, namespace), max_tokens)
+    out.emit({"text": text, "memories": [_note_json(l.note, now, vault.config, {"label": l.label}) for l in kept]},
+             text or "no memories yet")
+
+
+@cli.command()
+@click.option("--days", type=click.FloatRange(0), default=None,
+              help="Mark stale what was untouched this many days (default: lifecycle.stale_after_days).")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common
+def decay(days, dry_run, out, vault_path):
+    """Apply idle decay and the lifecycle: active -> stale -> archived.
+
+    Example: vaultmem decay --dry-run
+    """
+    vault = _vault(vault_path)
+    steps = vault.decay(stale_after_days=days, dry_run=dry_run)
+    data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
+             "changes": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in s.changes.items()}} for s in steps]
+    rows = [[s.note.id, f"{s.note.strength:.2f} -> {s.changes.get('strength', s.note.strength):.2f}",
+             s.note.status + " -> " + s.changes.get("status", s.note.status), _short(s.note.title, 50)] for s in steps]
+    verb = "would change" if dry_run else "changed"
+    human = f"{verb} {len(steps)} notes" + ("\n" + _table(rows, ["ID", "STRENGTH", "STATUS", "TITLE"]) if rows else "")
+    out.emit({"dry_run": dry_run, "changes": data}, human)
+
+
+@cli.command()
+@click.argument("note_id")
+@common
+def archive(note_id, out, vault_path):
+    """Move a note to archive/ by hand (nothing is deleted; `restore` brings it back).
+
+    Example: vaultmem archive k3f9x2ab
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    note = vault.archive(note_id)
+    out.emit(_note_json(note, clock_now(), vault.config), f"archived {note.id} -> {note.path}")
+
+
+@cli.command()
+@click.argument("note_id")
+@common
+def restore(note_id, out, vault_path):
+    """Bring back an archived note, or reactivate a suspended one.
+
+    Example: vaultmem restore k3f9x2ab
+    """
+    from .clock import now as clock_now
+
+    vault = _vault(vault_path)
+    note = vault.restore(note_id)
+    out.emit(_note_json(note, clock_now(), vault.config), f"restored {note.id} -> {note.path} ({note.status})")
+
+
+@cli.command()
+@common
+def health(out, vault_path):
+    """Counts by status and tier, what is due, leeches, and problems to fix.
+
+    Example: vaultmem health --json
+    """
+    from .clock import now as clock_now
+    from .health import health_report
+
+    vault = _vault(vault_path)
+    report = health_report(vault.catalog(), clock_now(), vault.config)
+    lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
+             "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),
+             "tier: " + ", ".join(f"{k} {v}" for k, v in report["by_tier"].items()),
+             f"due: {report['due']} (overdue {report['overdue']})",
+             f"leeches: {len(report['leeches'])}" + (f" ({', '.join(report['leeches'])})" if report["leeches"] else "")]
+    if report["problems"]:
+        lines.append(f"problems: {len(report['problems'])}")
+        lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
+    else:
+        lines.append("problems: none")
+    out.emit(dict(report, vault=str(vault.root)), "\n".join(lines))
+
+
+@cli.command()
+@common
+def reindex(out, vault_path):
+    """Rebuild every cache under .vaultmem/ from the notes.
+
+    Example: vaultmem reindex
+    """
+    import shutil
+
+    from .recall import sync_index
+
+    vault = _vault(vault_path)
+    for cache in (vault.cache_dir, vault.state_dir / "index"):
+        if cache.exists():
+            shutil.rmtree(cache)
+    count = sync_index(vault, rebuild=True)
+    problems = vault.catalog().problems
+    out.emit({"indexed": count, "problems": [{"path": p, "problem": m} for p, m in problems]},
+             f"indexed {count} notes" + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
+
+
+def main(argv=None):
+    """Console entry point."""
+    try:
+        cli.main(args=argv, prog_name="vaultmem", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_BAD_INPUT)
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

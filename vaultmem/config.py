@@ -1,0 +1,127 @@
+"""Vault settings: `.vaultmem/config.yaml`, every key optional, defaults below.
+
+The file `vaultmem init` writes lists every setting with its default and what
+it does, so a person can tune a vault without reading code. Unknown keys are
+reported (a typo must not silently do nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import yaml
+
+from .errors import BadInput
+
+
+@dataclass(frozen=True)
+class Config:
+    # FSRS scheduling (the `fsrs` package, FSRS-6 default parameters).
+    desired_retention: float = 0.9
+    maximum_interval_days: int = 36500
+    leech_lapses: int = 8
+    # Strength: how much a memory has earned its place, apart from FSRS.
+    strength_initial: float = 0.5
+    strength_reward: float = 0.15
+    strength_decay: float = 0.85
+    strength_idle_days: float = 7.0
+    strength_floor: float = 0.05
+    # Lifecycle: active -> stale -> archived.
+    stale_after_days: float = 30.0
+    archive_after_floor_days: float = 90.0
+    # What `add` gives a new memory.
+    default_tier: str = "L1"
+    # Recall.
+    recall_top_k: int = 5
+    model: str = "default"
+    # Notes larger than this are reported and skipped rather than read.
+    max_note_bytes: int = 1_000_000
+
+
+# Section layout of config.yaml: section -> {yaml key: Config field}.
+SECTIONS: dict[str, dict[str, str]] = {
+    "scheduling": {
+        "desired_retention": "desired_retention",
+        "maximum_interval_days": "maximum_interval_days",
+        "leech_lapses": "leech_lapses",
+    },
+    "strength": {
+        "initial": "strength_initial",
+        "reward": "strength_reward",
+        "decay": "strength_decay",
+        "idle_days": "strength_idle_days",
+        "floor": "strength_floor",
+    },
+    "lifecycle": {
+        "stale_after_days": "stale_after_days",
+        "archive_after_floor_days": "archive_after_floor_days",
+    },
+    "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
+    "recall": {"top_k": "recall_top_k", "model": "model"},
+}
+
+DEFAULT_CONFIG_TEXT = """\
+# vaultmem settings for this vault. Every key is optional: delete a line to
+# go back to its default. Values shown are the defaults.
+
+scheduling:
+  desired_retention: 0.9       # FSRS target probability of recall when a memory comes due
+  maximum_interval_days: 36500 # longest interval FSRS may schedule
+  leech_lapses: 8              # lapses (grades of `again` after learning) that suspend a memory
+
+strength:
+  initial: 0.5     # strength of a new memory
+  reward: 0.15     # added for each good/easy grade (capped at 1.0)
+  decay: 0.85      # multiplied in for each idle period without a grade
+  idle_days: 7     # length of an idle period
+  floor: 0.05      # strength never falls below this
+
+lifecycle:
+  stale_after_days: 30          # active -> stale after this long without a grade or edit
+  archive_after_floor_days: 90  # stale -> archived after this long at the strength floor
+
+notes:
+  default_tier: L1         # tier of a memory added by `add` (L0 observed .. L3 durable)
+  max_note_bytes: 1000000  # larger files are reported by `health` and skipped
+
+recall:
+  top_k: 5         # results `recall` returns by default
+  model: default   # embedding model: `default`, or a folder with model.onnx + tokenizer.json
+"""
+
+
+def load_config(path: Path) -> Config:
+    """Read config.yaml; a missing file means all defaults."""
+    if not path.exists():
+        return Config()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: not valid YAML ({_first_line(exc)}); fix it or delete it to use the defaults") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: expected sections like 'scheduling:'; fix it or delete it to use the defaults")
+    changes = {}
+    types = {f.name: f.type for f in fields(Config)}
+    for section, values in data.items():
+        keys = SECTIONS.get(section)
+        if keys is None or not isinstance(values, dict):
+            raise BadInput(f"{path}: unknown section {section!r}; known sections: {', '.join(SECTIONS)}")
+        for key, value in values.items():
+            if key not in keys:
+                raise BadInput(f"{path}: unknown key {section}.{key}; known: {', '.join(keys)}")
+            name = keys[key]
+            changes[name] = _coerce(path, f"{section}.{key}", value, types[name])
+    return replace(Config(), **changes)
+
+
+def _coerce(path: Path, key: str, value, type_name: str):
+    converters = {"float": float, "int": int, "str": str}
+    try:
+        return converters[type_name](value)
+    except (TypeError, ValueError):
+        raise BadInput(f"{path}: {key} should be a {type_name}, got {value!r}") from None
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

