@@ -67,7 +67,12 @@ def common(func):
         ctx = click.get_current_context()
         parent = ctx.parent.params if ctx.parent else {}
         out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
-        return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
+        try:
+            return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
+        except VaultmemError as exc:
+            if not out.quiet:
+                click.echo(f"vaultmem: {exc}", err=True)
+            ctx.exit(exc.exit_code)
 
     return wrapper
 
@@ -90,6 +95,15 @@ def _vault(vault_path):
     from .vault import Vault
 
     return Vault.open(vault_path)
+
+
+def _warn_problems(vault, out) -> None:
+    """Say on stderr which notes were skipped, so a broken file is never silently ignored."""
+    problems = vault.catalog().problems
+    if problems and not out.quiet:
+        first = problems[0][0]
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        click.echo(f"vaultmem: warning: skipped {first}{more} (unreadable); `vaultmem health` says how to fix", err=True)
 
 
 def _note_json(note, now, config, extra: dict | None = None) -> dict:
@@ -248,6 +262,7 @@ def recall(query, top_k, namespace, kind, include_hidden, out, vault_path):
 
     vault = _vault(vault_path)
     hits = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
+    _warn_problems(vault, out)
     now = clock_now()
     data = [_note_json(h.note, now, vault.config, {"score": round(h.score, 4), "signals": h.signals}) for h in hits]
     rows = [[h.note.id, f"{h.score:.3f}", h.note.namespace, h.label, _short(h.note.summary, 70)] for h in hits]
@@ -291,6 +306,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
 
     vault = _vault(vault_path)
     notes = vault.notes(include_hidden=include_hidden or status in ("archived", "suspended", "superseded"))
+    _warn_problems(vault, out)
     notes = [n for n in notes
              if (not namespace or n.namespace == namespace or n.namespace.startswith(namespace.rstrip("/") + "/"))
              and (not kind or n.type == kind) and (not status or n.status == status)
@@ -419,10 +435,12 @@ def decay(days, dry_run, out, vault_path):
 
     Example: vaultmem decay --dry-run
     """
+    from .clock import format_datetime
+
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
-             "changes": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in s.changes.items()}} for s in steps]
+             "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}} for s in steps]
     rows = [[s.note.id, f"{s.note.strength:.2f} -> {s.changes.get('strength', s.note.strength):.2f}",
              s.note.status + " -> " + s.changes.get("status", s.note.status), _short(s.note.title, 50)] for s in steps]
     verb = "would change" if dry_run else "changed"

@@ -104,14 +104,15 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
         if not f.is_file():
             raise ModelUnavailable(f"no {f.name} in {folder}; {_FOLDER_FIX}")
     cfg = _read_config(folder / "vaultmem.json")
-    return ModelFiles(
-        model=model,
-        tokenizer=tokenizer,
-        name=str(cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer)}"),
-        query_prefix=str(cfg.get("query_prefix", "")),
-        passage_prefix=str(cfg.get("passage_prefix", "")),
-        max_length=int(cfg.get("max_length", 256)),
-    )
+    try:
+        qp, pp = str(cfg.get("query_prefix", "")), str(cfg.get("passage_prefix", ""))
+        max_length = int(cfg.get("max_length", 256))
+    except (TypeError, ValueError):
+        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number") from None
+    # A name from vaultmem.json is trusted as is; otherwise everything that
+    # changes the vectors goes into it, so caches keyed on it stay correct.
+    name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"
+    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length)
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
@@ -161,7 +162,9 @@ class OnnxEmbedder:
         self.max_length = max_length
         self.batch_size = max(1, batch_size)
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
-        self.name = name or f"{model_path.parent.name}-{_fingerprint(model_path, tokenizer_path)}"
+        self.name = name or f"{model_path.parent.name}-" + _fingerprint(
+            model_path, tokenizer_path, query_prefix, passage_prefix, max_length
+        )
 
         try:
             tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
@@ -298,11 +301,11 @@ def _read_config(path: Path) -> dict:
     return cfg
 
 
-def _fingerprint(model: Path, tokenizer: Path) -> str:
+def _fingerprint(model: Path, tokenizer: Path, *settings: object) -> str:
     """A cheap, content-based id for cache keys: the model's size plus its first
     and last MiB (hashing a 500 MB model on every start would be too slow),
-    and the whole tokenizer file."""
-    h = hashlib.sha256()
+    the whole tokenizer file, and the settings that change the vectors."""
+    h = hashlib.sha256(repr(settings).encode())
     size = model.stat().st_size
     h.update(str(size).encode())
     with model.open("rb") as f:

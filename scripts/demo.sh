@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A tour of vaultmem on a fresh demo vault: add, learn, recall, grade, review, decay, prompt.
+set -euo pipefail
+vault="${1:-demo-vault}"
+rm -rf "$vault"
+export VAULTMEM_VAULT="$PWD/$vault"
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+step vaultmem init "$vault"
+step vaultmem add "The staging database runs Postgres 16 on port 5433" -n work/infra --tags db,staging
+step vaultmem add "Alice prefers tabs over spaces in Go code" -n team --tags style
+step vaultmem add "We moved CI from Jenkins to GitHub Actions in March 2025" -n work/ci --created 2025-03-14T10:00:00
+step vaultmem learn "Deploy the API" --trigger "a release tag is pushed" \
+  --steps "1. run the tests 2. build the image 3. helm upgrade api" \
+  --outcome "new pods healthy, error rate flat" --lessons "run the migrations before the upgrade" -n work
+step vaultmem recall "which port does the staging postgres use"
+id=$(vaultmem recall "staging postgres port" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
+step vaultmem grade "$id" good -c "used it to connect"
+step vaultmem show "$id"
+step vaultmem recall "how do I ship a release" --type skill
+step vaultmem review
+step vaultmem prompt --max-tokens 300
+step vaultmem decay --dry-run
+step vaultmem health
+printf '\nThe demo vault is in %s: open it in Obsidian, or read the notes with any editor.\n' "$vault"

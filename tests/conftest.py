@@ -1,0 +1,70 @@
+"""Shared fixtures: real temp vaults, a pinned clock, and two ways to run the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vaultmem.cli import cli
+from vaultmem.vault import Vault, init_vault
+
+T0 = "2026-01-05T09:00:00"
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """No test sees the user's vault, data dir or clock."""
+    monkeypatch.delenv("VAULTMEM_VAULT", raising=False)
+    monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("VAULTMEM_NOW", T0)
+
+
+@pytest.fixture
+def vault_dir(tmp_path) -> Path:
+    root = tmp_path / "vault"
+    init_vault(root)
+    return root
+
+
+@pytest.fixture
+def vault(vault_dir) -> Vault:
+    return Vault(vault_dir)
+
+
+class Cli:
+    """Runs `vaultmem` in-process through click's runner, on one vault."""
+
+    def __init__(self, vault_dir: Path):
+        self.vault_dir = vault_dir
+        self.runner = CliRunner()
+
+    def __call__(self, *args, expect: int = 0, now: str | None = None):
+        env = {"VAULTMEM_NOW": now} if now else {}
+        result = self.runner.invoke(cli, ["--vault", str(self.vault_dir), *args], env=env, catch_exceptions=False)
+        assert result.exit_code == expect, f"exit {result.exit_code}: {result.output}"
+        return result
+
+    def json(self, *args, now: str | None = None):
+        return json.loads(self(*args, "--json", now=now).stdout)
+
+
+@pytest.fixture
+def run(vault_dir) -> Cli:
+    return Cli(vault_dir)
+
+
+def run_process(*args, cwd=None, env=None, check=True) -> subprocess.CompletedProcess:
+    """Runs the real `vaultmem` entry point in a new process."""
+    full_env = dict(os.environ, **(env or {}))
+    result = subprocess.run([sys.executable, "-m", "vaultmem", *args], cwd=cwd, env=full_env,
+                            capture_output=True, text=True, timeout=120)
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result

@@ -1,0 +1,183 @@
+"""The CLI as agents and people use it: JSON, exit codes, discovery, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vaultmem.cli import cli
+
+from .conftest import T0, run_process
+
+
+def test_every_command_is_documented_with_an_example():
+    for name, command in cli.commands.items():
+        assert command.help and "Example:" in command.help, f"{name} lacks help with an example"
+
+
+def test_add_recall_grade_show_round_trip_in_json(run):
+    added = run.json("add", "Our CI runs on GitHub Actions with self-hosted runners", "-n", "work/ci",
+                     "--tags", "ci", "--created", "2025-03-01T08:00:00")
+    assert added["created"] == "2025-03-01T08:00:00" and added["namespace"] == "work/ci"
+    run.json("add", "Lunch is at noon on Fridays", "-n", "office")
+    hits = run.json("recall", "which CI runners do we use")
+    assert hits[0]["id"] == added["id"] and hits[0]["signals"]["bm25_rank"] == 1
+    assert run.json("recall", "runners", "-n", "work")[0]["id"] == added["id"]
+    assert run.json("recall", "runners", "-n", "office") == []
+    assert run.json("recall", "runners", "--type", "skill") == []
+    graded = run.json("grade", added["id"], "good")
+    assert graded["reps"] == 1 and graded["label"] == "learning"
+    shown = run.json("show", added["id"])
+    assert shown["text"] == "Our CI runs on GitHub Actions with self-hosted runners"
+
+
+def test_created_with_offset_is_stored_in_utc(run):
+    added = run.json("add", "Met the Berlin team", "-n", "x", "--created", "2025-06-01T10:00:00+02:00")
+    assert added["created"] == "2025-06-01T08:00:00"
+    run("add", "Bad date", "-n", "x", "--created", "last week", expect=2)
+
+
+def test_learn_writes_the_four_sections_and_recall_indexes_them(run, vault_dir):
+    skill = run.json("learn", "Rotate the API keys", "--trigger", "a key leaks or turns 90 days old",
+                     "--steps", "1. create new key\n2. deploy\n3. revoke old key",
+                     "--outcome", "no client errors", "--lessons", "revoke only after the deploy is verified",
+                     "-n", "security")
+    text = (vault_dir / skill["path"]).read_text()
+    for section in ("## Trigger", "## Steps", "## Outcome", "## Lessons"):
+        assert section in text
+    assert skill["path"].startswith("skills/security/") and skill["type"] == "skill"
+    assert run.json("recall", "what to do when a key leaks", "--type", "skill")[0]["id"] == skill["id"]
+    assert run.json("recall", "revoke verified deploy")[0]["id"] == skill["id"]
+
+
+def test_missing_namespace_is_one_line_with_the_fix(run):
+    result = run("add", "No namespace", expect=2)
+    assert result.stderr.count("\n") == 1 and "-n NAMESPACE" in result.stderr
+    result = run("add", "Bad namespace", "-n", "../escape", expect=2)
+    assert "namespace" in result.stderr
+
+
+def test_quiet_prints_nothing_and_keeps_the_exit_code(run):
+    assert run("add", "Quiet", "-n", "x", "-q").output == ""
+    result = run("show", "missing", "-q", expect=1)
+    assert result.output == ""
+
+
+def test_list_filters_and_top(run):
+    a = run.json("add", "Alpha", "-n", "a", "--tags", "one", "--tier", "L2")
+    b = run.json("add", "Beta", "-n", "b/sub", "--tags", "two")
+    run("grade", b["id"], "good")
+    assert [n["id"] for n in run.json("list", "-n", "b")] == [b["id"]]
+    assert [n["id"] for n in run.json("list", "--tag", "one")] == [a["id"]]
+    assert [n["id"] for n in run.json("list", "--tier", "L2")] == [a["id"]]
+    assert [n["id"] for n in run.json("top", "--n", "1")] == [b["id"]]
+
+
+def test_prompt_puts_durable_tiers_first_and_respects_the_budget(run):
+    low = run.json("add", "An ordinary fact", "-n", "x")
+    high = run.json("add", "A durable rule", "-n", "x", "--tier", "L3")
+    block = run.json("prompt")
+    assert [m["id"] for m in block["memories"]] == [high["id"], low["id"]]
+    assert f"[{high['id']}]" in block["text"]
+    for i in range(50):
+        run("add", f"Filler memory number {i} with some words to take up room", "-n", "filler")
+    small = run.json("prompt", "--max-tokens", "100")
+    assert len(small["text"]) <= 400 and small["memories"][0]["id"] == high["id"]
+
+
+def test_broken_note_is_reported_by_health_and_skipped_by_recall(run, vault_dir):
+    good = run.json("add", "Healthy memory about kubernetes", "-n", "x")
+    bad = vault_dir / "memories" / "x" / "broken.md"
+    bad.write_text("---\nid: [oops\n---\nkubernetes broken note\n")
+    junk = vault_dir / "memories" / "x" / "junk.md"
+    junk.write_bytes(b"\x00\x01\x02binary")
+    before = bad.read_bytes()
+    result = run("recall", "kubernetes", "--json")
+    assert [h["id"] for h in json.loads(result.stdout)] == [good["id"]]
+    assert "warning" in result.stderr and "health" in result.stderr
+    report = run.json("health")
+    paths = {p["path"]: p["problem"] for p in report["problems"]}
+    assert "broken YAML" in paths["memories/x/broken.md"] and "binary" in paths["memories/x/junk.md"]
+    run("decay", now="2027-01-01T00:00:00")
+    assert bad.read_bytes() == before, "a broken note is never rewritten"
+
+
+def test_oversized_note_is_skipped_with_the_limit_named(run, vault_dir):
+    big = vault_dir / "memories" / "x" / "huge.md"
+    big.parent.mkdir(parents=True)
+    big.write_text("word " * 300_000)
+    problems = run.json("health")["problems"]
+    assert "max_note_bytes" in problems[0]["problem"]
+
+
+def test_init_on_existing_obsidian_vault_adds_only_what_is_missing(tmp_path):
+    root = tmp_path / "obsidian"
+    (root / ".obsidian").mkdir(parents=True)
+    (root / ".obsidian" / "types.json").write_text(json.dumps({"types": {"strength": "text", "mood": "text"}}))
+    (root / ".obsidian" / "app.json").write_text('{"theme": "dark"}')
+    (root / "Daily.md").write_text("my note")
+    (root / ".gitignore").write_text("*.tmp\n")
+    run_process("init", str(root))
+    types = json.loads((root / ".obsidian" / "types.json").read_text())["types"]
+    assert types["strength"] == "text" and types["mood"] == "text" and types["due"] == "datetime"
+    assert (root / ".obsidian" / "app.json").read_text() == '{"theme": "dark"}'
+    assert (root / "Daily.md").read_text() == "my note"
+    assert (root / ".gitignore").read_text().startswith("*.tmp\n") and ".vaultmem/cache/" in (root / ".gitignore").read_text()
+    second = run_process("init", str(root), "--json")
+    assert json.loads(second.stdout)["added"] == []
+
+
+def test_discovery_order(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_process("init", str(a))
+    run_process("init", str(b))
+    (a / "deep" / "er").mkdir(parents=True)
+    run_process("add", "In A", "-n", "x", cwd=a / "deep" / "er")
+    assert len(json.loads(run_process("list", "--json", cwd=a).stdout)) == 1
+    assert len(json.loads(run_process("list", "--json", cwd=a, env={"VAULTMEM_VAULT": str(b)}).stdout)) == 0
+    assert len(json.loads(run_process("--vault", str(a), "list", "--json", env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
+    assert len(json.loads(run_process("list", "--vault", str(a), "--json", env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
+
+
+def test_default_vault_is_created_on_first_use(tmp_path):
+    data_home = tmp_path / "xdg-data"
+    out = run_process("add", "Works with no set-up", "-n", "first", "--json", cwd=tmp_path)
+    path = Path(json.loads(out.stdout)["path"])
+    vault_root = data_home / "vaultmem" / "vault"
+    assert (vault_root / ".vaultmem" / "config.yaml").exists() and (vault_root / path).exists()
+
+
+def test_unknown_vault_path_is_refused_clearly(tmp_path):
+    result = run_process("--vault", str(tmp_path / "nowhere"), "list", check=False)
+    assert result.returncode == 1 and "vaultmem init" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_subprocess_errors_never_print_tracebacks(vault_dir):
+    for args, code in ((["grade", "zzz", "good"], 1), (["grade"], 2), (["add", "x"], 2), (["nonsense"], 2)):
+        result = run_process("--vault", str(vault_dir), *args, check=False)
+        assert result.returncode == code, (args, result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+def test_bad_config_is_reported_with_the_file(vault_dir):
+    (vault_dir / ".vaultmem" / "config.yaml").write_text("strength:\n  intial: 0.4\n")
+    result = run_process("--vault", str(vault_dir), "list", check=False)
+    assert result.returncode == 2 and "config.yaml" in result.stderr and "strength.intial" in result.stderr
+
+
+def test_reading_commands_never_write_notes(run, vault_dir):
+    note = run.json("add", "Read-only check", "-n", "x")
+    path = vault_dir / note["path"]
+    stamp = (path.stat().st_mtime_ns, path.read_bytes())
+    for args in (["recall", "check"], ["list"], ["show", note["id"]], ["review"], ["top"], ["prompt"],
+                 ["health"], ["decay", "--dry-run"]):
+        run(*args, now="2026-06-01T00:00:00")
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == stamp
+
+
+@pytest.mark.parametrize("command", ["add", "recall", "grade", "review", "decay", "health", "list"])
+def test_help_works_for_commands(command):
+    result = run_process(command, "--help")
+    assert "Example:" in result.stdout

@@ -1,0 +1,67 @@
+"""Writes are safe: concurrent processes lose nothing, a person's edit is never overwritten."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+from vaultmem.vault import Vault
+
+from .conftest import run_process
+
+
+def test_concurrent_grades_from_several_processes_lose_nothing(run, vault_dir):
+    note = run.json("add", "Graded from many processes at once", "-n", "x")
+
+    def grade(_):
+        return run_process("--vault", str(vault_dir), "grade", note["id"], "good", "-q", check=False).returncode
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        codes = list(pool.map(grade, range(12)))
+    assert codes == [0] * 12
+    assert run.json("show", note["id"])["reps"] == 12
+    log = (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()
+    assert len(log) == 12 and all(json.loads(line)["id"] == note["id"] for line in log)
+
+
+def test_concurrent_adds_from_several_processes_all_land(run, vault_dir):
+    def add(i):
+        return run_process("--vault", str(vault_dir), "add", "Same first line", "-n", "x", "--json", check=False)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(add, range(10)))
+    assert [r.returncode for r in results] == [0] * 10
+    notes = run.json("list")
+    assert len(notes) == 10 and len({n["id"] for n in notes}) == 10 and len({n["path"] for n in notes}) == 10
+
+
+def test_a_person_saving_during_a_write_is_not_overwritten(vault_dir, monkeypatch):
+    """Simulates Obsidian saving the file between vaultmem's read and its rename."""
+    import vaultmem.vault as vault_module
+
+    vault = Vault(vault_dir)
+    note = vault.add("Original text", "x")
+    path = vault_dir / note.path
+    real_read = vault_module.read_text
+    calls = {"n": 0}
+
+    def read_then_person_saves(p, max_bytes):
+        text = real_read(p, max_bytes)
+        calls["n"] += 1
+        if calls["n"] == 1:  # right after vaultmem's first read, the person saves
+            path.write_text(text.replace("Original text", "Original text, corrected by a person"))
+        return text
+
+    monkeypatch.setattr(vault_module, "read_text", read_then_person_saves)
+    graded = vault.grade(note.id, "good")
+    final = path.read_text()
+    assert "corrected by a person" in final and "reps: 1" in final
+    assert graded.reps == 1
+
+
+def test_atomic_write_leaves_no_temp_files(run, vault_dir):
+    note = run.json("add", "Temp files", "-n", "x")
+    for _ in range(5):
+        run("grade", note["id"], "good")
+    leftovers = [p for p in vault_dir.rglob("*") if p.name.endswith(".vaultmem-tmp")]
+    assert leftovers == []

@@ -1,0 +1,112 @@
+"""Idle decay, active -> stale -> archived, archive and restore by hand."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from vaultmem.clock import format_datetime, parse_datetime
+
+from .conftest import T0
+
+
+def days_after(days: float) -> str:
+    return format_datetime(parse_datetime(T0) + timedelta(days=days))
+
+
+def test_idle_decay_is_the_same_whether_run_daily_or_once(run, tmp_path):
+    from .conftest import Cli
+    from vaultmem.vault import init_vault
+
+    other = tmp_path / "other"
+    init_vault(other)
+    run_other = Cli(other)
+    a = run.json("add", "Decays daily", "-n", "x")
+    b = run_other.json("add", "Decays once", "-n", "x")
+    for day in range(1, 50):
+        run("decay", now=days_after(day))
+    run_other("decay", now=days_after(49))
+    strength_a = run.json("show", a["id"], now=days_after(49))["strength"]
+    strength_b = run_other.json("show", b["id"], now=days_after(49))["strength"]
+    # Stored to 4 decimals, so daily runs may differ in the last digit, never by a period.
+    assert abs(strength_a - 0.5 * 0.85**7) < 3e-4 and abs(strength_b - 0.5 * 0.85**7) < 1e-4
+
+
+def test_untouched_memory_goes_stale_then_archived_then_restored(run, vault_dir):
+    note = run.json("add", "The old build server is jenkins-01", "-n", "infra", "--tags", "ci")
+    path = vault_dir / note["path"]
+    original_body = path.read_text().split("---\n", 2)[2]
+
+    preview = run.json("decay", "--dry-run", now=days_after(31))
+    assert [c["id"] for c in preview["changes"]] == [note["id"]]
+    assert run.json("show", note["id"])["status"] == "active", "dry run writes nothing"
+
+    run("decay", now=days_after(31))
+    assert run.json("show", note["id"])["status"] == "stale"
+    assert run.json("recall", "build server")[0]["id"] == note["id"], "stale notes are still recalled"
+
+    # Strength reaches the floor after 15 idle weeks; 90 days later it is archived.
+    run("decay", now=days_after(7 * 15))
+    assert run.json("show", note["id"])["strength"] == 0.05
+    run("decay", now=days_after(7 * 15 + 89))
+    assert path.exists()
+    result = run.json("decay", now=days_after(7 * 15 + 91))
+    assert result["changes"][0]["archive"] is True
+    archived = vault_dir / "archive" / note["path"]
+    assert not path.exists() and archived.exists()
+    assert archived.read_text().split("---\n", 2)[2] == original_body
+    assert run.json("recall", "build server") == []
+    assert run.json("recall", "build server", "--all")[0]["status"] == "archived"
+
+    log = [json.loads(l) for l in (vault_dir / ".vaultmem" / "archive.jsonl").read_text().splitlines()]
+    assert log[-1]["id"] == note["id"] and log[-1]["reason"] == "decay" and "jenkins-01" in log[-1]["text"]
+
+    restored = run.json("restore", note["id"], now=days_after(200))
+    assert restored["status"] == "active" and restored["path"] == note["path"]
+    assert path.exists() and not archived.exists()
+    assert path.read_text().split("---\n", 2)[2] == original_body
+    # A restored memory is not archived again by the very next decay.
+    run("decay", now=days_after(201))
+    assert path.exists()
+
+
+def test_grading_a_stale_memory_makes_it_active(run):
+    note = run.json("add", "Stale but useful", "-n", "x")
+    run("decay", now=days_after(40))
+    assert run.json("show", note["id"])["status"] == "stale"
+    assert run.json("grade", note["id"], "good", now=days_after(41))["status"] == "active"
+
+
+def test_decay_days_option_overrides_the_stale_threshold(run):
+    note = run.json("add", "Short-lived", "-n", "x")
+    with_days = run.json("decay", "--days", "10", "--dry-run", now=days_after(11))["changes"]
+    assert with_days[0]["id"] == note["id"] and with_days[0]["changes"]["status"] == "stale"
+    default = run.json("decay", "--dry-run", now=days_after(11))["changes"]
+    assert "status" not in default[0]["changes"] and default[0]["changes"]["decayed"] == days_after(7)
+
+
+def test_archive_and_restore_by_hand_keep_the_file_exactly(run, vault_dir):
+    note = run.json("add", "Archive me by hand", "-n", "misc")
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text() + "\nA person's extra line.\n")
+    before = path.read_text()
+    archived = run.json("archive", note["id"])
+    assert archived["path"] == "archive/" + note["path"] and archived["status"] == "archived"
+    run("archive", note["id"], expect=2)
+    run("grade", note["id"], "good", expect=2)
+    run("restore", note["id"])
+    after = path.read_text()
+    changed = [l for l in after.splitlines() if l not in before.splitlines()]
+    assert all(l.startswith(("status:", "updated:", "decayed:")) for l in changed)
+    assert after.endswith("\nA person's extra line.\n")
+    run("restore", note["id"], expect=2)
+
+
+def test_obsidian_links_survive_archiving(run, vault_dir):
+    """Obsidian resolves [[links]] by file name: names are unique vault-wide, archive included."""
+    first = run.json("add", "Same title", "-n", "a")
+    run("archive", first["id"])
+    second = run.json("add", "Same title", "-n", "a")
+    assert second["path"] != first["path"]
+    stems = {p.stem for p in vault_dir.rglob("*.md") if "templates" not in p.parts and p.name != "README.md"}
+    assert stems == {"same-title", "same-title-2"}

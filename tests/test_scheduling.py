@@ -1,0 +1,117 @@
+"""FSRS transitions against the `fsrs` package, strength, leeches, review order."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import fsrs
+import pytest
+
+from vaultmem.clock import format_datetime, parse_datetime
+
+from .conftest import T0
+
+
+def test_grades_follow_the_fsrs_package_exactly(run):
+    note = run.json("add", "The API rate limit is 600 requests per minute", "-n", "work")
+    scheduler = fsrs.Scheduler(enable_fuzzing=False, desired_retention=0.9)
+    card = fsrs.Card(card_id=1, due=parse_datetime(T0))
+    when = parse_datetime(T0)
+    for rating, gap in [("good", 0), ("good", 0.01), ("good", 3), ("again", 20), ("good", 0.01), ("easy", 9)]:
+        when = when + timedelta(days=gap)
+        now = format_datetime(when)
+        graded = run.json("grade", note["id"], rating, now=now)
+        card, _ = scheduler.review_card(card, fsrs.Rating[rating.capitalize()], review_datetime=when.replace(microsecond=0))
+        assert graded["state"] == {1: "learning", 2: "review", 3: "relearning"}[int(card.state)]
+        assert graded["stability"] == pytest.approx(card.stability, abs=1e-3)
+        assert graded["difficulty"] == pytest.approx(card.difficulty, abs=1e-3)
+        assert graded["due"] == format_datetime(card.due)
+        # Stored rounding must not drift from the package: continue from what the file says.
+        card.stability, card.difficulty = graded["stability"], graded["difficulty"]
+    assert graded["reps"] == 6 and graded["lapses"] == 1
+
+
+def test_review_log_records_every_grade(run, vault_dir):
+    import json
+
+    note = run.json("add", "Use uv for Python installs", "-n", "tools")
+    run("grade", note["id"], "good", "-c", "it worked")
+    run("grade", note["id"], "hard", now="2026-01-06T10:00:00")
+    lines = [json.loads(l) for l in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
+    assert [(l["id"], l["rating"], l["comment"]) for l in lines] == [(note["id"], "good", "it worked"), (note["id"], "hard", None)]
+    assert lines[1]["elapsed_days"] == pytest.approx(1 + 1 / 24, abs=1e-3)
+    assert lines[1]["stability_before"] == lines[0]["stability"]
+
+
+def test_strength_rises_with_good_grades_and_caps_at_one(run):
+    note = run.json("add", "Prefer small pull requests", "-n", "team")
+    assert note["strength"] == 0.5
+    strengths = [run.json("grade", note["id"], "good")["strength"] for _ in range(5)]
+    assert strengths == [0.65, 0.8, 0.95, 1.0, 1.0]
+    assert run.json("grade", note["id"], "again")["strength"] == 1.0
+
+
+def test_leech_is_suspended_after_eight_lapses_and_left_out_of_recall(run):
+    note = run.json("add", "The office door code is 4711", "-n", "office")
+    when = parse_datetime(T0)
+    # Graduate to review, then lapse repeatedly.
+    lapses = 0
+    for _ in range(40):
+        graded = run.json("grade", note["id"], "good", now=format_datetime(when))
+        when += timedelta(days=max(1, (parse_datetime(graded["due"]) - when).days + 1))
+        if graded["state"] == "review":
+            graded = run.json("grade", note["id"], "again", now=format_datetime(when))
+            lapses += 1
+            when += timedelta(days=1)
+        if graded["status"] == "suspended":
+            break
+    assert lapses == 8 and graded["lapses"] == 8 and graded["status"] == "suspended"
+    assert run.json("recall", "office door code") == []
+    assert run.json("recall", "office door code", "--all")[0]["id"] == note["id"]
+    assert note["id"] not in [n["id"] for n in run.json("prompt")["memories"]]
+    assert run.json("health")["leeches"] == [note["id"]]
+    restored = run.json("restore", note["id"])
+    assert restored["status"] == "active"
+
+
+def test_review_lists_due_notes_most_at_risk_first(run):
+    a = run.json("add", "Alpha fact", "-n", "x")
+    b = run.json("add", "Beta fact", "-n", "x")
+    c = run.json("add", "Gamma fact", "-n", "x")
+    for note in (a, b):
+        for _ in range(3):
+            run("grade", note["id"], "good")
+    # b was graded easy once more, so it is more stable than a.
+    run("grade", b["id"], "easy")
+    later = format_datetime(parse_datetime(T0) + timedelta(days=120))
+    due = [n["id"] for n in run.json("review", now=later)]
+    assert due == [c["id"], a["id"], b["id"]]  # never confirmed, then lowest retrievability
+    assert [n["id"] for n in run.json("review", now=T0)] == [c["id"]]  # the others are scheduled later
+
+
+def test_bad_rating_and_unknown_id_exit_codes(run):
+    note = run.json("add", "Some fact", "-n", "x")
+    bad = run("grade", note["id"], "perfect", expect=2)
+    assert bad.stderr.strip().count("\n") == 0 and "again, hard, good, easy" in bad.stderr
+    missing = run("grade", "nosuchid", "good", expect=1)
+    assert "nosuchid" in missing.stderr and "vaultmem list" in missing.stderr
+
+
+def test_grade_batch_is_all_or_nothing(run):
+    a = run.json("add", "First", "-n", "x")
+    b = run.json("add", "Second", "-n", "x")
+    run("grade-batch", f"{a['id']}:good", f"{b['id']}:terrible", expect=2)
+    run("grade-batch", f"{a['id']}:good", "nosuch:good", expect=1)
+    assert run.json("show", a["id"])["reps"] == 0
+    graded = run.json("grade-batch", f"{a['id']}:good", f"{b['id']}:again")
+    assert [(g["id"], g["reps"]) for g in graded] == [(a["id"], 1), (b["id"], 1)]
+
+
+def test_retrievability_is_computed_not_stored(run, vault_dir):
+    note = run.json("add", "Computed at query time", "-n", "x")
+    for _ in range(3):
+        run("grade", note["id"], "good")
+    soon = run.json("show", note["id"], now="2026-01-06T09:00:00")["retrievability"]
+    later = run.json("show", note["id"], now="2026-03-06T09:00:00")["retrievability"]
+    assert 0 < later < soon <= 1
+    assert "retrievability" not in (vault_dir / note["path"]).read_text()

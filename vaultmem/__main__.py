@@ -1,0 +1,5 @@
+"""`python -m vaultmem` runs the CLI."""
+
+from .cli import main
+
+main()
