@@ -4,7 +4,7 @@ set -euo pipefail
 vault="${1:-demo-vault}"
 rm -rf "$vault"
 export VAULTMEM_VAULT="$PWD/$vault"
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+step() { printf '\n\033[1m$'; printf ' %q' "$@"; printf '\033[0m\n'; "$@"; }
 
 step vaultmem init "$vault"
 step vaultmem add "The staging database runs Postgres 16 on port 5433" -n work/infra --tags db,staging

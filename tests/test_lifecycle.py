@@ -110,3 +110,10 @@ def test_obsidian_links_survive_archiving(run, vault_dir):
     assert second["path"] != first["path"]
     stems = {p.stem for p in vault_dir.rglob("*.md") if "templates" not in p.parts and p.name != "README.md"}
     assert stems == {"same-title", "same-title-2"}
+
+
+def test_backfilled_memory_keeps_its_date_but_does_not_start_out_decayed(run):
+    note = run.json("add", "Imported from last year's notes", "-n", "x", "--created", "2025-01-01T00:00:00")
+    assert note["created"] == "2025-01-01T00:00:00" and note["updated"] == T0
+    assert run.json("decay", now=days_after(1))["changes"] == []
+    assert run.json("decay", now=days_after(31))["changes"][0]["changes"]["status"] == "stale"

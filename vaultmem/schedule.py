@@ -123,8 +123,10 @@ def retrievability(note: Note, now: datetime, config: Config) -> float | None:
 
 
 def idle_anchor(note: Note) -> datetime:
-    """Since when idle decay is unaccounted for: the last grade, the last decay step, or creation."""
-    candidates = [note.created]
+    """Since when idle decay is unaccounted for: the last grade or change by vaultmem,
+    the last decay step, or creation. (`updated`, not `created`, is when a
+    backfilled memory entered the vault: an import does not start out decayed.)"""
+    candidates = [note.created, note.updated]
     if note.last_review:
         candidates.append(note.last_review)
     if note.decayed:

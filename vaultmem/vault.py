@@ -392,7 +392,7 @@ class Vault:
                 id=note_id, type=kind, namespace=namespace, tags=clean_tags, status="active", tier=tier,
                 strength=self.config.strength_initial, state="learning", step=0, stability=None,
                 difficulty=None, due=created, last_review=None, reps=0, lapses=0, created=created,
-                updated=created if created < now else now, decayed=None, source=source or "",
+                updated=now, decayed=None, source=source or "",
                 body=body_text + "\n", path=rel,
             )
             atomic_write(self.root / rel, render(note))
