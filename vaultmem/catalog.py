@@ -53,36 +53,35 @@ def note_files(root: Path) -> dict[str, tuple[int, ...]]:
     Hidden files and folders (editor swap files, `.trash`) are not notes.
     """
     found: dict[str, tuple[int, ...]] = {}
+    prefix = len(str(root)) + 1
     for folder in NOTE_FOLDERS:
-        top = root / folder
-        if not top.is_dir():
-            continue
-        stack = [top]
+        stack = [os.path.join(root, folder)]
         while stack:
-            current = stack.pop()
             try:
-                entries = list(os.scandir(current))
+                with os.scandir(stack.pop()) as entries:
+                    for entry in entries:
+                        name = entry.name
+                        if name.startswith("."):
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                            info = entry.stat(follow_symlinks=False)
+                            rel = entry.path[prefix:].replace(os.sep, "/")
+                            found[rel] = (info.st_mtime_ns, info.st_size, info.st_ino)
             except OSError:
                 continue
-            for entry in entries:
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                elif entry.name.endswith(".md") and entry.is_file():
-                    info = entry.stat()
-                    rel = Path(entry.path).relative_to(root).as_posix()
-                    found[rel] = (info.st_mtime_ns, info.st_size, info.st_ino)
     return found
 
 
-def refresh(root: Path, cache_file: Path, read_note) -> Catalog:
+def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = None) -> Catalog:
     """The catalog as the files are now; `read_note(rel_path)` parses one file.
 
-    Writes the cache back only when something changed, so a read-only command
-    on an unchanged vault writes nothing.
+    Starts from `previous` (a long-lived process) or the cache file. Writes
+    the cache back only when something changed, so a read-only command on an
+    unchanged vault writes nothing.
     """
-    old = _load(cache_file)
+    old = previous if previous is not None else _load(cache_file)
     current = note_files(root)
     catalog = Catalog()
     changed = set(old.entries) != set(current)

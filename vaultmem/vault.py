@@ -233,6 +233,9 @@ class Vault:
         self.state_dir = self.root / STATE_DIR
         self.config = config or load_config(self.state_dir / "config.yaml")
         self._catalog: Catalog | None = None
+        # The last catalog read, kept as the starting point of the next refresh
+        # (`_catalog` is dropped after writes; this one only speeds re-reading).
+        self._last_catalog: Catalog | None = None
         self._write_lock = None
 
     @classmethod
@@ -305,7 +308,9 @@ class Vault:
     def catalog(self, fresh: bool = False) -> Catalog:
         """All notes as the files are now (cached per call unless `fresh`)."""
         if self._catalog is None or fresh:
-            self._catalog = refresh(self.root, self.cache_dir / "catalog.pickle", self.read_note)
+            self._catalog = refresh(self.root, self.cache_dir / "catalog.pickle", self.read_note,
+                                    previous=self._last_catalog)
+            self._last_catalog = self._catalog
         return self._catalog
 
     def notes(self, include_hidden: bool = False) -> list[Note]:

