@@ -4,20 +4,38 @@
     vault = Vault.open("~/vaults/agent")
     note = vault.add("Staging runs Postgres 16", namespace="work")
     vault.grade(note.id, "good")
+
+Names are imported on first use, so `import vaultmem.cli` (run on every agent
+prompt) does not pay for YAML, FSRS or the indexes it may not need.
 """
 
-from .errors import BadInput, ConflictError, ModelUnavailable, NoteError, NotFound, VaultmemError
-from .model import Note
-from .vault import Vault, init_vault
+from importlib import import_module
 
-__all__ = [
-    "BadInput",
-    "ConflictError",
-    "ModelUnavailable",
-    "Note",
-    "NoteError",
-    "NotFound",
-    "Vault",
-    "VaultmemError",
-    "init_vault",
-]
+_EXPORTS = {
+    "BadInput": "errors",
+    "ConflictError": "errors",
+    "ModelUnavailable": "errors",
+    "NoteError": "errors",
+    "NotFound": "errors",
+    "VaultmemError": "errors",
+    "Note": "model",
+    "Vault": "vault",
+    "init_vault": "vault",
+    "Hit": "recall",
+    "RecallEngine": "recall",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vaultmem' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

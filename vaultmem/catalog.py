@@ -100,6 +100,37 @@ def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = 
     return catalog
 
 
+def refresh_paths(root: Path, catalog: Catalog, paths, read_note) -> tuple[Catalog, set[str]]:
+    """`catalog` with just `paths` re-read (the watcher's events); returns (catalog, paths that changed)."""
+    entries = dict(catalog.entries)
+    changed = set()
+    for rel in paths:
+        full = os.path.join(root, rel)
+        try:
+            info = os.stat(full)
+            stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
+        except OSError:
+            if entries.pop(rel, None) is not None:
+                changed.add(rel)
+            continue
+        previous = entries.get(rel)
+        if previous is not None and previous.stamp == stamp:
+            continue
+        try:
+            entries[rel] = Entry(stamp, read_note(rel))
+        except NoteError as exc:
+            entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
+        changed.add(rel)
+    return Catalog(entries), changed
+
+
+def is_note_path(rel: str) -> bool:
+    """Whether a vault-relative path is a note: `.md` under a note folder, no hidden part."""
+    parts = rel.split("/")
+    return (len(parts) >= 2 and parts[0] in NOTE_FOLDERS and rel.endswith(".md")
+            and not any(part.startswith(".") for part in parts))
+
+
 def _load(cache_file: Path) -> Catalog:
     try:
         with open(cache_file, "rb") as handle:

@@ -107,18 +107,9 @@ def _warn_problems(vault, out) -> None:
 
 
 def _note_json(note, now, config, extra: dict | None = None) -> dict:
-    from .clock import format_datetime
-    from .note import field_values
-    from .schedule import label, retrievability
+    from .present import note_dict
 
-    data = {}
-    for key, value in field_values(note).items():
-        data[key] = format_datetime(value) if isinstance(value, datetime) else (list(value) if isinstance(value, tuple) else value)
-    r = retrievability(note, now, config)
-    data.update(title=note.title, text=note.text, path=note.path,
-                retrievability=None if r is None else round(r, 4), label=label(note, now, config))
-    data.update(extra or {})
-    return data
+    return note_dict(note, now, config, extra)
 
 
 def _table(rows: list[list[str]], headers: list[str]) -> str:
@@ -188,12 +179,11 @@ def init(path, out, vault_path):
 
     Example: vaultmem init ~/vaults/agent
     """
-    from .vault import discover, init_vault
-
-    root = discover(path or vault_path) if (path or vault_path) else (os.path.abspath("."))
     from pathlib import Path
 
-    root = Path(root)
+    from .vault import init_vault
+
+    root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
     out.emit({"vault": str(root), "added": added},
              f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
@@ -251,22 +241,93 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, out,
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
 @click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
+@click.option("--explain", is_flag=True, help="Show each signal per result: BM25, cosine, RRF, retrievability, strength.")
 @common
-def recall(query, top_k, namespace, kind, include_hidden, out, vault_path):
+def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
+
+    Asks the vault's watcher when one runs (fast), else recalls in-process.
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    from .clock import now as clock_now
-    from .recall import recall as run_recall
+    request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
+               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
+    answer = _ask_watcher(vault_path, request)
+    if answer is not None:
+        hits, problems = answer["hits"], answer.get("problems", [])
+    else:
+        from .clock import now as clock_now
+        from .present import hit_dicts
+        from .recall import recall as run_recall
+
+        vault = _vault(vault_path)
+        found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
+        hits = hit_dicts(found, clock_now(), vault.config)
+        problems = [p for p, _m in vault.catalog().problems]
+    if problems and not out.quiet:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        click.echo(f"vaultmem: warning: skipped {problems[0]}{more} (unreadable); `vaultmem health` says how to fix",
+                   err=True)
+    rows = [[h["id"], f"{h['score']:.4f}", h["namespace"], h["label"], _short(h["summary"], 70)] for h in hits]
+    human = _table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories"
+    if explain and hits:
+        human += "\n\n" + "\n".join(f"{h['id']}: " + ", ".join(f"{k}={v}" for k, v in h["signals"].items())
+                                     for h in hits)
+    out.emit(hits, human)
+
+
+def _ask_watcher(vault_path, request):
+    """The watcher's answer, or None (none running, disabled, or it failed): then work in-process."""
+    if os.environ.get("VAULTMEM_NO_SERVER"):
+        return None
+    from .discovery import discover
+    from .server import ask
+
+    answer = ask(str(discover(vault_path)), request)
+    return answer if answer and answer.get("ok") else None
+
+
+@cli.command()
+@common
+def watch(out, vault_path):
+    """Keep the indexes current as files change, and serve recall to the CLI.
+
+    Runs until interrupted (Ctrl-C or SIGTERM). Edits made in Obsidian or any
+    editor are indexed within a second; `vaultmem recall` asks this process
+    instead of loading the model itself.
+
+    Example: vaultmem watch --vault ~/vaults/agent
+    """
+    import signal
+    import threading
+
+    from .recall import RecallEngine
+    from .server import serve
+    from .watch import request_handler, run_watcher
 
     vault = _vault(vault_path)
-    hits = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
-    _warn_problems(vault, out)
-    now = clock_now()
-    data = [_note_json(h.note, now, vault.config, {"score": round(h.score, 4), "signals": h.signals}) for h in hits]
-    rows = [[h.note.id, f"{h.score:.3f}", h.note.namespace, h.label, _short(h.note.summary, 70)] for h in hits]
-    out.emit(data, _table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories")
+    engine = RecallEngine(vault)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+
+    def report(kind, result):
+        if not out.quiet and not out.as_json and kind != "scan":
+            click.echo(f"{kind}: {result['indexed']} indexed, {result['embedded']} embedded", err=True)
+
+    watcher = threading.Thread(target=run_watcher, args=(engine, stop, report), daemon=True)
+
+    def ready(path):
+        watcher.start()
+        if not out.quiet:
+            model = engine.embedder.name if engine.embedder else f"none ({engine.model_problem})"
+            click.echo(f"watching {vault.root}; serving recall on {path}; model: {model}", err=False)
+            sys.stdout.flush()
+
+    engine.sync()
+    engine.warm_up()
+    serve(str(vault.root), request_handler(engine), ready=ready, stop_event=stop)
+    watcher.join(timeout=10)
 
 
 @cli.command()

@@ -112,7 +112,7 @@ class RecallEngine:
     # ------------------------------------------------------------ keeping in step
 
     def sync(self, rebuild: bool = False) -> dict:
-        """Bring both indexes in step with the files; returns what was updated."""
+        """Bring both indexes in step with the files (a stat scan); returns what was updated."""
         with self._lock:
             catalog = self.vault.catalog(fresh=True)
             entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
@@ -123,20 +123,64 @@ class RecallEngine:
                 embedded = self.vectors.sync({p: (stamp, embed_text(n)) for p, (n, stamp) in entries.items()},
                                              self.embedder)
                 self.vectors.save()
-            self._notes_by_path = {p: n for p, (n, _s) in entries.items()}
-            self._by_id = {n.id: n for n in self._notes_by_path.values()}
-            self._synced_at = time.monotonic()
+            self._set_notes(entries)
             return {"indexed": changed, "embedded": embedded, "notes": len(entries)}
+
+    def apply(self, paths) -> dict:
+        """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
+        from .catalog import refresh_paths
+
+        with self._lock:
+            if not self._synced_at:
+                return self.sync()
+            catalog, touched = refresh_paths(self.vault.root, self.vault.catalog(), paths, self.vault.read_note)
+            self.vault.adopt_catalog(catalog)
+            if not touched:
+                return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
+            changed = {p: (catalog.entries[p].note, catalog.entries[p].stamp) for p in touched
+                       if p in catalog.entries and catalog.entries[p].note is not None}
+            removed = [p for p in touched if p not in changed]
+            indexed = self.bm25.update(changed, removed)
+            embedded = 0
+            if self.vectors is not None:
+                embedded = self.vectors.update({p: (s, embed_text(n)) for p, (n, s) in changed.items()},
+                                               removed, self.embedder)
+            entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
+            self._set_notes(entries)
+            return {"indexed": indexed, "embedded": embedded, "notes": len(entries)}
+
+    def warm_up(self) -> None:
+        """Open the searcher and run the model once, so the first real query is not the slow one."""
+        with self._lock:
+            if not self._synced_at:
+                self.sync()
+            self._search("warm up", 1, None, None, False, clock.now())
+
+    def save(self) -> None:
+        """Persist what is only in memory (the embedding cache)."""
+        with self._lock:
+            if self.vectors is not None:
+                self.vectors.save()
+
+    def _set_notes(self, entries: dict) -> None:
+        self._notes_by_path = {p: n for p, (n, _s) in entries.items()}
+        self._by_id = {n.id: n for n in self._notes_by_path.values()}
+        self._synced_at = time.monotonic()
 
     # ------------------------------------------------------------ search
 
     def recall(self, query: str, top_k: int | None = None, namespace: str | None = None,
-               kind: str | None = None, include_hidden: bool = False, sync: bool = True) -> list[Hit]:
-        """The `top_k` notes that best answer `query`."""
+               kind: str | None = None, include_hidden: bool = False, sync: bool = True, now=None) -> list[Hit]:
+        """The `top_k` notes that best answer `query`.
+
+        `sync=False` skips the freshness scan: for a caller that keeps the
+        engine current itself (the watcher).
+        """
         with self._lock:
             if sync or not self._synced_at:
                 self.sync()
-            return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden)
+            return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
+                                now or clock.now())
 
     def _allowed(self, note: Note, namespace, kind, include_hidden) -> bool:
         if not include_hidden and note.is_hidden:
@@ -149,7 +193,7 @@ class RecallEngine:
                 return False
         return True
 
-    def _search(self, query, top_k, namespace, kind, include_hidden) -> list[Hit]:
+    def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
         import numpy as np
 
         statuses = None if include_hidden else VISIBLE_STATUSES
@@ -168,7 +212,6 @@ class RecallEngine:
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
             semantic = [(p, s) for p, s in self.vectors.search(query_vector, limit=limit, mask=mask) if s >= floor]
-        now = clock.now()
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, semantic, self._notes_by_path, now, self.vault.config, intent)
         fused = self._newer_first(fused, intent)

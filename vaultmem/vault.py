@@ -14,7 +14,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import stat
 import tempfile
 from dataclasses import replace
@@ -26,6 +25,7 @@ from typing import Callable, Iterable
 from . import clock
 from .catalog import Catalog, refresh
 from .config import DEFAULT_CONFIG_TEXT, Config, load_config
+from .discovery import STATE_DIR, default_vault_path, discover
 from .errors import BadInput, ConflictError, NotFound, NoteError
 from .lifecycle import DecayStep, plan_decay
 from .model import TIERS, Note
@@ -33,40 +33,13 @@ from .note import parse, render, skill_body, slugify
 from .schedule import grade as schedule_grade
 from .schedule import parse_rating
 
-STATE_DIR = ".vaultmem"
 ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
 
 
-# ---------------------------------------------------------------- discovery
-
-def default_vault_path() -> Path:
-    """The vault used when nothing else names one, in the user's data directory."""
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("vaultmem", appauthor=False)) / "vault"
-
-
-def discover(explicit: str | os.PathLike | None = None, cwd: Path | None = None) -> Path:
-    """Which vault a command works on.
-
-    1. `--vault PATH`; 2. `VAULTMEM_VAULT`; 3. the nearest ancestor of the
-    working directory that has `.vaultmem/`; 4. the default vault in the
-    user's data directory (created on first use).
-    """
-    if explicit:
-        return Path(explicit).expanduser().resolve()
-    from_env = os.environ.get("VAULTMEM_VAULT")
-    if from_env:
-        return Path(from_env).expanduser().resolve()
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir():
-            return folder
-    return default_vault_path()
-
+# ---------------------------------------------------------------- set-up
 
 def init_vault(root: Path) -> list[str]:
     """Create a vault at `root`, or add what is missing to an existing folder.
@@ -312,6 +285,10 @@ class Vault:
                                     previous=self._last_catalog)
             self._last_catalog = self._catalog
         return self._catalog
+
+    def adopt_catalog(self, catalog: Catalog) -> None:
+        """Take a catalog updated elsewhere (the watcher's incremental refresh) as current."""
+        self._catalog = self._last_catalog = catalog
 
     def notes(self, include_hidden: bool = False) -> list[Note]:
         notes = self.catalog().notes

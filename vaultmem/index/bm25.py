@@ -146,28 +146,29 @@ class Bm25Index:
         self._searcher, self._ix = None, None
 
     def sync(self, notes_by_path: dict[str, tuple[Note, tuple]], rebuild: bool = False) -> int:
-        """Bring the index in step with `notes_by_path` (path -> (note, stamp)).
-
-        Returns how many documents were added, changed or removed.
-        """
+        """Bring the index in step with all notes (path -> (note, stamp)); returns documents touched."""
         fresh = rebuild or not self.manifest_file.exists()
-        indexed: dict = {} if fresh else dict(self._manifest()["stamps"])
-        wanted = {path: list(stamp) for path, (_note, stamp) in notes_by_path.items()}
-        changed = [p for p, s in wanted.items() if indexed.get(p) != s]
-        removed = [p for p in indexed if p not in wanted]
+        indexed = {} if fresh else self._manifest()["stamps"]
+        changed = {p: v for p, v in notes_by_path.items() if indexed.get(p) != list(v[1])}
+        removed = [p for p in indexed if p not in notes_by_path]
         if not (changed or removed or fresh):
             return 0
+        return self.update(changed, removed, fresh=fresh)
+
+    def update(self, changed: dict[str, tuple[Note, tuple]], removed, fresh: bool = False) -> int:
+        """Re-index the `changed` notes and drop the `removed` paths (the watcher's path)."""
         ix = self._open(rebuild=fresh)
         if self._searcher is not None:
             # An open searcher makes Whoosh lose this writer's deletions: close it first.
             self._searcher.close()
             self._searcher = None
+        indexed = {} if fresh else dict(self._manifest()["stamps"])
         writer = ix.writer(limitmb=128, timeout=30.0, delay=0.05)
         try:
-            for path in removed + changed:
-                writer.delete_by_term("path", path)
-            for path in changed:
-                note, stamp = notes_by_path[path]
+            for path in list(removed) + list(changed):
+                if path in indexed or not fresh:
+                    writer.delete_by_term("path", path)
+            for path, (note, stamp) in changed.items():
                 writer.add_document(**document(note, stamp))
             writer.commit(optimize=len(changed) > 5000)
         except BaseException:
@@ -175,8 +176,8 @@ class Bm25Index:
             raise
         for path in removed:
             indexed.pop(path, None)
-        for path in changed:
-            indexed[path] = wanted[path]
+        for path, (_note, stamp) in changed.items():
+            indexed[path] = list(stamp)
         data = {"version": SCHEMA_VERSION, "stamps": indexed}
         tmp = self.manifest_file.with_name(f".manifest.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data), encoding="utf-8")

@@ -87,18 +87,23 @@ class VectorStore:
     def sync(self, notes: dict[str, tuple[tuple, str]], embedder) -> int:
         """Make every note's row the vector of its current text; returns how many were embedded.
 
-        `notes` maps path -> (file stamp, text to embed). A path whose stamp is
-        unchanged keeps its row without hashing its text again. Rows no note
-        uses any more are dropped, so the cache does not grow with every edit.
+        `notes` maps path -> (file stamp, text to embed) for every note. A path
+        whose stamp is unchanged keeps its row without hashing its text again.
         """
-        wanted: dict[str, str] = {}
-        for path, (stamp, text) in notes.items():
-            known = self.stamp_of_path.get(path)
-            wanted[path] = known[1] if known and known[0] == list(stamp) else text_hash(self.model_name, text)
+        changed = {p: v for p, v in notes.items()
+                   if p not in self.stamp_of_path or self.stamp_of_path[p][0] != list(v[0])}
+        removed = [p for p in self.stamp_of_path if p not in notes]
+        if not changed and not removed and self.paths:
+            return 0
+        return self.update(changed, removed, embedder)
+
+    def update(self, changed: dict[str, tuple[tuple, str]], removed, embedder) -> int:
+        """Embed the `changed` notes' texts where new, drop `removed` paths; returns how many were embedded."""
+        digests = {path: text_hash(self.model_name, text) for path, (_stamp, text) in changed.items()}
         missing: dict[str, str] = {}
-        for path, digest in wanted.items():
+        for path, digest in digests.items():
             if digest not in self.row_of_hash and digest not in missing:
-                missing[digest] = notes[path][1]
+                missing[digest] = changed[path][1]
         if missing:
             items = list(missing.items())
             vectors = [embedder.embed([text for _, text in items[i:i + EMBED_BATCH]], kind="passage")
@@ -106,20 +111,23 @@ class VectorStore:
             new = np.vstack(vectors).astype(np.float32)
             if self.dim != new.shape[1]:
                 self.matrix, self.hashes, self.row_of_hash = np.zeros((0, new.shape[1]), np.float32), [], {}
+                self.stamp_of_path = {}
             self.dim = new.shape[1]
             start_row = len(self.hashes)
             self.matrix = np.vstack([self.matrix, new])
             for offset, (digest, _text) in enumerate(items):
                 self.hashes.append(digest)
                 self.row_of_hash[digest] = start_row + offset
-        used = set(wanted.values())
+        for path in removed:
+            self.stamp_of_path.pop(path, None)
+        for path, digest in digests.items():
+            self.stamp_of_path[path] = [list(changed[path][0]), digest]
+        if changed or removed:
+            self._dirty = True
+        used = {digest for _stamp, digest in self.stamp_of_path.values()}
         if len(self.hashes) > 1.5 * len(used) + 64:
             self._compact(used)
-        stamps = {path: [list(notes[path][0]), digest] for path, digest in wanted.items()}
-        if missing or stamps != self.stamp_of_path:
-            self._dirty = True
-        self.stamp_of_path = stamps
-        self.row_of_path = {path: self.row_of_hash[digest] for path, digest in wanted.items()}
+        self.row_of_path = {path: self.row_of_hash[digest] for path, (_s, digest) in self.stamp_of_path.items()}
         self.paths = list(self.row_of_path)
         self.path_rows = np.fromiter(self.row_of_path.values(), dtype=np.int64, count=len(self.paths))
         return len(missing)

@@ -1,0 +1,124 @@
+"""The local recall service: `vaultmem watch` answers recall over a Unix socket.
+
+An agent hook starts a new `vaultmem recall` process on every prompt; loading
+the embedding model and opening the indexes each time would cost most of a
+second. The watcher keeps them loaded, and the CLI becomes a thin client
+that sends one JSON line and prints the answer; when no watcher runs (or it
+does not answer in time) the CLI recalls in-process instead.
+
+The socket lives in a folder only this user can enter
+(`<tmp>/vaultmem-<uid>/`, mode 0700; the socket itself 0600), named by a hash
+of the vault's path, so it works for vaults in synced folders and long paths.
+This module must stay light to import: the client side runs on every prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import tempfile
+
+PROTOCOL = 1
+CONNECT_TIMEOUT = 0.2
+MAX_MESSAGE = 16 * 1024 * 1024
+
+
+def socket_path(vault_root: str) -> str:
+    """Where the watcher of `vault_root` listens."""
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    digest = hashlib.sha256(os.path.realpath(vault_root).encode("utf-8")).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"vaultmem-{uid}", f"{digest}.sock")
+
+
+def private_socket_dir(path: str) -> None:
+    """Create the socket's folder for this user only, and refuse one someone else owns."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    info = os.stat(folder)
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise PermissionError(f"{folder} belongs to another user; remove it or set TMPDIR")
+    os.chmod(folder, 0o700)
+
+
+def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
+    """Send one request to the vault's watcher; None when no watcher answers."""
+    path = socket_path(vault_root)
+    if not os.path.exists(path):
+        return None
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.settimeout(CONNECT_TIMEOUT)
+        client.connect(path)
+        client.settimeout(timeout)
+        client.sendall(json.dumps(dict(request, protocol=PROTOCOL)).encode("utf-8") + b"\n")
+        client.shutdown(socket.SHUT_WR)
+        chunks, size = [], 0
+        while True:
+            chunk = client.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_MESSAGE:
+                return None
+        answer = json.loads(b"".join(chunks).decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    finally:
+        client.close()
+    if not isinstance(answer, dict) or answer.get("protocol") != PROTOCOL:
+        return None
+    return answer
+
+
+def serve(vault_root: str, handle, ready=None, stop_event=None) -> None:
+    """Answer requests with `handle(request) -> dict` until `stop_event` is set.
+
+    One thread per connection; `handle` must be thread-safe (the engine locks).
+    """
+    import socketserver
+    import threading
+
+    path = socket_path(vault_root)
+    private_socket_dir(path)
+    if os.path.exists(path):
+        if ask(vault_root, {"op": "ping"}, timeout=1.0) is not None:
+            raise RuntimeError(f"a watcher already serves {vault_root}")
+        os.unlink(path)
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            try:
+                line = self.rfile.readline(MAX_MESSAGE)
+                request = json.loads(line.decode("utf-8"))
+                if request.get("protocol") != PROTOCOL:
+                    answer = {"ok": False, "error": "protocol mismatch"}
+                else:
+                    answer = handle(request)
+            except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+            answer["protocol"] = PROTOCOL
+            self.wfile.write(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
+
+    class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+        daemon_threads = True
+
+    old_umask = os.umask(0o177)
+    try:
+        server = Server(path, Handler)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+    thread.start()
+    try:
+        if ready:
+            ready(path)
+        (stop_event or threading.Event()).wait()
+    finally:
+        server.shutdown()
+        server.server_close()
+        if os.path.exists(path):
+            os.unlink(path)

@@ -1,0 +1,147 @@
+"""The watcher: file events -> index updates, and the recall service. No business logic.
+
+A watchdog observer reports every change under the vault. Events for note
+files (`.md` under memories/, skills/, archive/, no hidden part) are
+collected and, once they pause for DEBOUNCE seconds (at most MAX_DELAY after
+the first), handed to the recall engine, which re-reads just those files.
+This covers editors that save by writing a temp file and renaming it over the
+note (Obsidian, vim, VS Code), moves and renames (a rename keeps the note's
+id, so it keeps its history), and deletions. Temp and swap files, `.obsidian/`,
+`.vaultmem/` and `.git/` are ignored. A folder moved or deleted, or a missed
+event, is caught by a full stat scan (RESCAN_EVERY seconds, and on start).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from .catalog import NOTE_FOLDERS, is_note_path
+
+DEBOUNCE = 0.15
+MAX_DELAY = 0.5
+RESCAN_EVERY = 60.0
+SAVE_EVERY = 10.0
+
+
+class ChangeCollector:
+    """Gathers note paths from watchdog events; a folder event asks for a full rescan."""
+
+    def __init__(self, root: str):
+        self.root = os.path.realpath(root)
+        self.paths: set[str] = set()
+        self.rescan = False
+        self.first_at: float | None = None
+        self.last_at = 0.0
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+
+    def relative(self, path: str) -> str | None:
+        full = os.path.realpath(path) if os.path.exists(path) else os.path.abspath(path)
+        if not full.startswith(self.root + os.sep):
+            return None
+        return full[len(self.root) + 1:].replace(os.sep, "/")
+
+    def add_event(self, event) -> None:
+        for attr in ("src_path", "dest_path"):
+            raw = getattr(event, attr, None)
+            if not raw:
+                continue
+            rel = self.relative(os.fsdecode(raw))
+            if rel is None:
+                continue
+            top = rel.split("/", 1)[0]
+            if top not in NOTE_FOLDERS:
+                continue
+            if event.is_directory:
+                if event.event_type in ("moved", "deleted"):
+                    self._record(rescan=True)
+                continue
+            if is_note_path(rel):
+                self._record(path=rel)
+
+    def _record(self, path: str | None = None, rescan: bool = False) -> None:
+        with self.lock:
+            if path:
+                self.paths.add(path)
+            self.rescan = self.rescan or rescan
+            now = time.monotonic()
+            self.first_at = self.first_at or now
+            self.last_at = now
+        self.wake.set()
+
+    def take_when_settled(self) -> tuple[set[str], bool] | None:
+        """The batch once events paused (or waited long enough); None if not yet."""
+        with self.lock:
+            if self.first_at is None:
+                return None
+            now = time.monotonic()
+            if now - self.last_at < DEBOUNCE and now - self.first_at < MAX_DELAY:
+                return None
+            batch, rescan = self.paths, self.rescan
+            self.paths, self.rescan, self.first_at = set(), False, None
+            return batch, rescan
+
+
+def request_handler(engine):
+    """What the recall service answers: `ping`, and `recall` with the CLI's options."""
+    from . import clock
+    from .present import hit_dicts
+
+    def handle(request: dict) -> dict:
+        op = request.get("op")
+        if op == "ping":
+            return {"ok": True, "vault": str(engine.vault.root)}
+        if op != "recall":
+            return {"ok": False, "error": f"unknown op {op!r}"}
+        now = clock.parse_datetime(request["now"]) if request.get("now") else clock.now()
+        hits = engine.recall(request.get("query", ""), request.get("top_k"), request.get("namespace"),
+                             request.get("kind"), bool(request.get("include_hidden")), sync=False, now=now)
+        problems = engine.vault.catalog().problems
+        return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
+                "problems": [p for p, _m in problems], "model_problem": engine.model_problem}
+
+    return handle
+
+
+def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
+    """Keep `engine` in step with the vault until `stop_event` is set."""
+    from watchdog.events import FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    collector = ChangeCollector(str(engine.vault.root))
+
+    class Handler(FileSystemEventHandler):
+        def on_any_event(self, event):
+            if event.event_type in ("created", "modified", "moved", "deleted"):
+                collector.add_event(event)
+
+    observer = Observer()
+    observer.schedule(Handler(), str(engine.vault.root), recursive=True)
+    observer.start()
+    try:
+        result = engine.sync()
+        if on_update:
+            on_update("scan", result)
+        last_scan = last_save = time.monotonic()
+        while not stop_event.is_set():
+            collector.wake.wait(timeout=0.05)
+            collector.wake.clear()
+            batch = collector.take_when_settled()
+            now = time.monotonic()
+            if batch is not None:
+                paths, rescan = batch
+                result = engine.sync() if rescan else engine.apply(paths)
+                if on_update:
+                    on_update("rescan" if rescan else "update", result)
+            elif now - last_scan > RESCAN_EVERY:
+                engine.sync()
+                last_scan = now
+            if now - last_save > SAVE_EVERY:
+                engine.save()
+                last_save = now
+    finally:
+        observer.stop()
+        observer.join(timeout=5)
+        engine.save()
