@@ -254,20 +254,24 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
                "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
     answer = _ask_watcher(vault_path, request)
     if answer is not None:
-        hits, problems = answer["hits"], answer.get("problems", [])
+        hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
     else:
         from .clock import now as clock_now
         from .present import hit_dicts
+        from .recall import engine_for
         from .recall import recall as run_recall
 
         vault = _vault(vault_path)
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = [p for p, _m in vault.catalog().problems]
+        model_problem = engine_for(vault).model_problem
     if problems and not out.quiet:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
         click.echo(f"vaultmem: warning: skipped {problems[0]}{more} (unreadable); `vaultmem health` says how to fix",
                    err=True)
+    if model_problem and not out.quiet:
+        click.echo(f"vaultmem: warning: recall is lexical only: {model_problem}", err=True)
     rows = [[h["id"], f"{h['score']:.4f}", h["namespace"], h["label"], _short(h["summary"], 70)] for h in hits]
     human = _table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories"
     if explain and hits:
@@ -549,13 +553,23 @@ def health(out, vault_path):
     from .clock import now as clock_now
     from .health import health_report
 
+    from .recall import RecallEngine
+
     vault = _vault(vault_path)
     report = health_report(vault.catalog(), clock_now(), vault.config)
+    report["recall"] = RecallEngine(vault).status()
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),
              "tier: " + ", ".join(f"{k} {v}" for k, v in report["by_tier"].items()),
              f"due: {report['due']} (overdue {report['overdue']})",
              f"leeches: {len(report['leeches'])}" + (f" ({', '.join(report['leeches'])})" if report["leeches"] else "")]
+    status = report["recall"]
+    lines.append("model: " + (status["model"] or f"unavailable, recall is lexical only ({status['model_problem']})"))
+    stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
+    if status["embeddings_stale"]:
+        stale.append(f"{status['embeddings_stale']} notes not yet embedded")
+    lines.append("indexes: " + ("; ".join(stale) + " (the next recall or `vaultmem reindex` updates them)"
+                                if stale else "current"))
     if report["problems"]:
         lines.append(f"problems: {len(report['problems'])}")
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
@@ -571,18 +585,14 @@ def reindex(out, vault_path):
 
     Example: vaultmem reindex
     """
-    import shutil
-
-    from .recall import sync_index
+    from .recall import rebuild_indexes
 
     vault = _vault(vault_path)
-    for cache in (vault.cache_dir, vault.state_dir / "index"):
-        if cache.exists():
-            shutil.rmtree(cache)
-    count = sync_index(vault, rebuild=True)
+    result = rebuild_indexes(vault)
     problems = vault.catalog().problems
-    out.emit({"indexed": count, "problems": [{"path": p, "problem": m} for p, m in problems]},
-             f"indexed {count} notes" + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
+    out.emit(dict(result, problems=[{"path": p, "problem": m} for p, m in problems]),
+             f"indexed {result['indexed']} notes, embedded {result['embedded']}"
+             + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
 def main(argv=None):

@@ -10,17 +10,20 @@ Two rankings of the vault's notes are fused:
 Fusion (`fuse`) is reciprocal rank fusion, K = 60, of the two ranks, then two
 mild multipliers, so relevance decides and memory state only breaks near-ties:
 
-    rrf        = sum over rankings of 1 / (60 + rank)
+    rrf        = (0.5 + 0.5 * coverage) / (60 + lexical rank) + 1 / (60 + semantic rank)
+                 (coverage: the share of the query's terms the note contains;
+                  a ranking a note is absent from adds nothing)
     confidence = 0.5 * R + 0.5 * strength     (R: FSRS retrievability now;
                                                 0.9 for a never-graded note)
     time       = 1.25 if the note was created in a window the query names
                  ("last spring", "in March 2024"), else 1
     score      = rrf * (0.8 + 0.2 * confidence) * time
 
-Then newer beats older: when two results are on the same subject (cosine of
-their embeddings >= 0.8, same namespace), the newer one is placed above the
+Then newer beats older: when two results are on the same subject (same
+namespace, and cosine >= 0.9, or cosine >= 0.65 with at least 60% of the
+shorter note's content words shared), the newer one is placed above the
 older, unless the query asks how things were ("before we switched", "used
-to"). A relevant memory whose retrievability is low still surfaces, labelled
+to") or names a time window. A relevant memory whose retrievability is low still surfaces, labelled
 `fading` or `weak`, so the agent can reinforce it.
 
 Archived, suspended and superseded notes are left out unless asked for.
@@ -46,7 +49,9 @@ from .timeq import time_intent
 VISIBLE_STATUSES = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
 RRF_K = 60
 CANDIDATES = 50
-SAME_SUBJECT_COSINE = 0.8
+SAME_SUBJECT_COSINE = 0.9
+SAME_SUBJECT_MIN_COSINE = 0.65
+SAME_SUBJECT_OVERLAP = 0.6
 NEVER_GRADED_RETRIEVABILITY = 0.9
 TIME_WINDOW_BOOST = 1.25
 
@@ -149,6 +154,22 @@ class RecallEngine:
             self._set_notes(entries)
             return {"indexed": indexed, "embedded": embedded, "notes": len(entries)}
 
+    def status(self) -> dict:
+        """How current the caches are and whether the model loads (for `health`); writes nothing."""
+        from .index.vectors import VectorStore, folder_name
+
+        stamps = {p: list(e.stamp) for p, e in self.vault.catalog().entries.items() if e.note is not None}
+        indexed = self.bm25._manifest()["stamps"] if self.bm25.manifest_file.exists() else {}
+        stale_index = sum(1 for p, s in stamps.items() if indexed.get(p) != s) + sum(1 for p in indexed if p not in stamps)
+        self._load_model()
+        stale_vectors = None
+        if self.embedder is not None:
+            store = self.vectors if self.vectors is not None else VectorStore(
+                self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name), self.embedder.name)
+            stale_vectors = sum(1 for p, s in stamps.items() if store.stamp_of_path.get(p, [None])[0] != s)
+        return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,
+                "index_stale": stale_index, "embeddings_stale": stale_vectors}
+
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
         with self._lock:
@@ -200,10 +221,10 @@ class RecallEngine:
         limit = max(CANDIDATES, top_k * 3)
         lexical = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
         lexical_paths = []
-        for note_id, score in lexical:
+        for note_id, score, coverage in lexical:
             note = self._by_id.get(note_id)
             if note is not None:
-                lexical_paths.append((note.path, score))
+                lexical_paths.append((note.path, score, coverage))
         semantic = []
         if self.vectors is not None and query.strip():
             mask = np.fromiter((self._allowed(self._notes_by_path[p], namespace, kind, include_hidden)
@@ -221,9 +242,27 @@ class RecallEngine:
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
 
+    def _same_subject(self, a: Note, b: Note) -> bool:
+        """Two memories about the same thing: close in meaning and mostly the same words.
+
+        Embeddings alone cannot tell "we deploy with Jenkins" / "with GitHub
+        Actions" (an update, cosine ~0.72) from two chat lines about one topic
+        (also ~0.75); shared content words can.
+        """
+        va, vb = self.vectors.vector_of(a.path), self.vectors.vector_of(b.path)
+        if va is None or vb is None:
+            return False
+        cosine = float(va @ vb)
+        if cosine >= SAME_SUBJECT_COSINE:
+            return True
+        if cosine < SAME_SUBJECT_MIN_COSINE:
+            return False
+        ta, tb = _content_terms(a), _content_terms(b)
+        return bool(ta and tb) and len(ta & tb) / min(len(ta), len(tb)) >= SAME_SUBJECT_OVERLAP
+
     def _newer_first(self, fused: list, intent) -> list:
         """Same subject, same namespace: the newer memory goes above the older one."""
-        if self.vectors is None or intent.prefer == "older" or len(fused) < 2:
+        if self.vectors is None or intent.prefer == "older" or intent.has_window or len(fused) < 2:
             return fused
         head = fused[: max(10, CANDIDATES // 2)]
         order = list(head)
@@ -233,8 +272,7 @@ class RecallEngine:
                 older, newer = self._notes_by_path[older_path], self._notes_by_path[newer_path]
                 if newer.created <= older.created or newer.namespace != older.namespace:
                     continue
-                a, b = self.vectors.vector_of(older_path), self.vectors.vector_of(newer_path)
-                if a is None or b is None or float(a @ b) < SAME_SUBJECT_COSINE:
+                if not self._same_subject(older, newer):
                     continue
                 pos_old = next(k for k, item in enumerate(order) if item[0] == older_path)
                 pos_new = next(k for k, item in enumerate(order) if item[0] == newer_path)
@@ -245,13 +283,20 @@ class RecallEngine:
         return order + fused[len(head):]
 
 
-def fuse(lexical: list[tuple[str, float]], semantic: list[tuple[str, float]], notes: dict, now, config,
+def _content_terms(note: Note) -> frozenset[str]:
+    from .index.bm25 import _query_analyzer
+
+    return frozenset(t.text for t in _query_analyzer()(note.text))
+
+
+def fuse(lexical: list[tuple[str, float, float]], semantic: list[tuple[str, float]], notes: dict, now, config,
          intent=None) -> list[tuple[str, float, dict]]:
     """Reciprocal rank fusion of the two rankings, weighted by memory state and time (see module doc)."""
     signals: dict[str, dict] = {}
-    for rank, (path, score) in enumerate(lexical, start=1):
+    for rank, (path, score, coverage) in enumerate(lexical, start=1):
         signals.setdefault(path, {})["bm25"] = round(score, 4)
         signals[path]["bm25_rank"] = rank
+        signals[path]["coverage"] = round(coverage, 3)
     for rank, (path, score) in enumerate(semantic, start=1):
         signals.setdefault(path, {})["cosine"] = round(score, 4)
         signals[path]["cosine_rank"] = rank
@@ -260,7 +305,11 @@ def fuse(lexical: list[tuple[str, float]], semantic: list[tuple[str, float]], no
         note = notes.get(path)
         if note is None:
             continue
-        rrf = sum(1.0 / (RRF_K + s[key]) for key in ("bm25_rank", "cosine_rank") if key in s)
+        rrf = 0.0
+        if "bm25_rank" in s:
+            rrf += (0.5 + 0.5 * s["coverage"]) / (RRF_K + s["bm25_rank"])
+        if "cosine_rank" in s:
+            rrf += 1.0 / (RRF_K + s["cosine_rank"])
         r = retrievability(note, now, config)
         confidence = 0.5 * (NEVER_GRADED_RETRIEVABILITY if r is None else r) + 0.5 * note.strength
         in_window = bool(intent and intent.has_window and intent.contains(note.created))
@@ -279,15 +328,24 @@ _ENGINES: dict = {}
 
 def engine_for(vault) -> RecallEngine:
     """One engine per vault folder in this process (API users get warm indexes)."""
-    key = str(vault.root)
+    key = (str(vault.root), os.environ.get("VAULTMEM_MODEL") or vault.config.model)
     engine = _ENGINES.get(key)
     if engine is None or engine.vault.config != vault.config:
         engine = _ENGINES[key] = RecallEngine(vault)
     return engine
 
 
-def sync_index(vault, rebuild: bool = False) -> dict:
-    return engine_for(vault).sync(rebuild=rebuild)
+def rebuild_indexes(vault) -> dict:
+    """Delete every derived cache of the vault and build it again from the notes."""
+    import shutil
+
+    for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
+        del _ENGINES[key]
+    for cache in (vault.cache_dir, vault.state_dir / "index"):
+        if cache.exists():
+            shutil.rmtree(cache)
+    vault.forget_catalog()
+    return engine_for(vault).sync(rebuild=True)
 
 
 def recall(vault, query: str, top_k: int | None = None, namespace: str | None = None,

@@ -286,6 +286,10 @@ class Vault:
             self._last_catalog = self._catalog
         return self._catalog
 
+    def forget_catalog(self) -> None:
+        """Drop what this object remembers of the files (after the cache was deleted)."""
+        self._catalog = self._last_catalog = None
+
     def adopt_catalog(self, catalog: Catalog) -> None:
         """Take a catalog updated elsewhere (the watcher's incremental refresh) as current."""
         self._catalog = self._last_catalog = catalog

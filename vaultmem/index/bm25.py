@@ -199,8 +199,12 @@ class Bm25Index:
         return self._searcher
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
-               statuses: tuple[str, ...] | None = None) -> list[tuple[str, float]]:
-        """Best matches for free text: [(note id, BM25 score)], best first."""
+               statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
+        """Best matches for free text: [(note id, BM25 score, coverage)], best first.
+
+        Coverage is the share of the query's distinct terms the note contains:
+        a match on one word of five is weaker evidence than its score alone says.
+        """
         from whoosh import query as q
 
         terms = list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
@@ -217,8 +221,12 @@ class Bm25Index:
             filters.append(q.Term("type", kind))
         if statuses:
             filters.append(q.Or([q.Term("status", s) for s in statuses]))
-        results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None)
-        return [(hit["id"], float(hit.score)) for hit in results]
+        results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None, terms=True)
+        out = []
+        for hit in results:
+            matched = {text.decode("utf-8") if isinstance(text, bytes) else text for _field, text in hit.matched_terms()}
+            out.append((hit["id"], float(hit.score), len(matched) / len(terms)))
+        return out
 
 
 @lru_cache(maxsize=1)
