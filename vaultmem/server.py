@@ -99,6 +99,10 @@ def serve(vault_root: str, handle, ready=None, stop_event=None) -> None:
                     answer = handle(request)
             except Exception as exc:  # noqa: BLE001 - one bad request must not stop the service
                 answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                if os.environ.get("VAULTMEM_DEBUG"):
+                    import traceback
+
+                    answer["traceback"] = traceback.format_exc()
             answer["protocol"] = PROTOCOL
             self.wfile.write(json.dumps(answer, ensure_ascii=False).encode("utf-8"))
 

@@ -195,7 +195,11 @@ class Bm25Index:
                 self._ix = index.open_dir(self.folder)
             self._searcher = self._ix.searcher()
         elif not self._searcher.up_to_date():
-            self._searcher = self._searcher.refresh()
+            try:
+                self._searcher = self._searcher.refresh()
+            except TypeError:  # Whoosh cannot refresh a searcher of an index that had no segments
+                self._searcher.close()
+                self._searcher = self._ix.searcher()
         return self._searcher
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,

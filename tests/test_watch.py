@@ -1,0 +1,112 @@
+"""`vaultmem watch`: hand edits, editor saves, renames and deletions reach recall within a second."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from vaultmem.server import ask, socket_path
+
+from .conftest import run_process
+
+
+@pytest.fixture
+def watcher(vault_dir):
+    """A real `vaultmem watch` process on the test vault, stopped with SIGTERM afterwards."""
+    process = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), "watch"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    assert "serving recall" in line, process.stderr.read() if process.poll() is not None else line
+    yield process
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=20)
+
+
+def recall_ids(vault_dir, query):
+    answer = ask(str(vault_dir), {"op": "recall", "query": query, "top_k": 5})
+    assert answer is not None and answer["ok"], answer
+    return [(h["id"], h["path"]) for h in answer["hits"]]
+
+
+def wait_until(check, seconds=3.0):
+    """Polls `check` until it is true; returns the seconds it took (fails past `seconds`)."""
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if check():
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise AssertionError(f"not within {seconds}s")
+
+
+def test_socket_is_private_and_removed_on_stop(vault_dir, watcher):
+    path = socket_path(str(vault_dir))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    watcher.send_signal(signal.SIGTERM)
+    watcher.wait(timeout=20)
+    assert not os.path.exists(path)
+
+
+def test_cli_recall_goes_through_the_watcher_and_falls_back_without_it(run, vault_dir, watcher):
+    note = run.json("add", "The printer on floor two needs a PIN", "-n", "office")
+    wait_until(lambda: recall_ids(vault_dir, "printer pin")[:1] == [(note["id"], note["path"])])
+    served = json.loads(run_process("--vault", str(vault_dir), "recall", "printer pin", "--json").stdout)
+    assert served[0]["id"] == note["id"]
+    watcher.send_signal(signal.SIGTERM)
+    watcher.wait(timeout=20)
+    alone = json.loads(run_process("--vault", str(vault_dir), "recall", "printer pin", "--json").stdout)
+    assert [h["id"] for h in alone] == [h["id"] for h in served]
+
+
+def test_hand_edit_is_visible_to_recall_within_a_second(run, vault_dir, watcher):
+    note = run.json("add", "The wiki lives on Confluence", "-n", "docs")
+    path = vault_dir / note["path"]
+    wait_until(lambda: recall_ids(vault_dir, "wiki")[:1] == [(note["id"], note["path"])])
+    path.write_text(path.read_text().replace("Confluence", "Notion since the zebrafish migration"))
+    took = wait_until(lambda: recall_ids(vault_dir, "zebrafish migration")[:1] == [(note["id"], note["path"])])
+    assert took < 1.0
+
+
+def test_editor_save_by_rename_and_swap_files(vault_dir, watcher):
+    folder = vault_dir / "memories" / "editor"
+    folder.mkdir(parents=True)
+    # vim / Obsidian style: write a temp file, then rename it over the note.
+    (folder / ".note.md.swp").write_bytes(b"\x00swap junk about quokkas")
+    tmp = folder / "note.md~tmp"
+    tmp.write_text("Quokkas live on Rottnest Island\n")
+    os.replace(tmp, folder / "note.md")
+    wait_until(lambda: recall_ids(vault_dir, "quokkas") == [("note", "memories/editor/note.md")])
+    (folder / "4913").write_text("vim's write test file")
+    time.sleep(0.4)
+    assert recall_ids(vault_dir, "quokkas") == [("note", "memories/editor/note.md")]
+
+
+def test_rename_keeps_identity_and_history(run, vault_dir, watcher):
+    note = run.json("add", "Standups start at 9:30 sharp", "-n", "team")
+    run("grade", note["id"], "good")
+    old = vault_dir / note["path"]
+    new = vault_dir / "memories" / "rituals" / "standup time.md"
+    new.parent.mkdir(parents=True)
+    os.rename(old, new)
+    wait_until(lambda: recall_ids(vault_dir, "standup") == [(note["id"], "memories/rituals/standup time.md")])
+    graded = run.json("grade", note["id"], "good")
+    assert graded["reps"] == 2 and graded["path"] == "memories/rituals/standup time.md"
+
+
+def test_deleted_note_leaves_recall(run, vault_dir, watcher):
+    note = run.json("add", "Temporary note about the llama parade", "-n", "misc")
+    wait_until(lambda: recall_ids(vault_dir, "llama parade")[:1] == [(note["id"], note["path"])])
+    os.unlink(vault_dir / note["path"])
+    wait_until(lambda: recall_ids(vault_dir, "llama parade") == [])
+
+
+def test_second_watcher_on_the_same_vault_is_refused(vault_dir, watcher):
+    result = run_process("--vault", str(vault_dir), "watch", check=False)
+    assert result.returncode != 0 and "already" in result.stderr
