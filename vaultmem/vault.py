@@ -302,6 +302,9 @@ class Vault:
         """The note with this id (or, for hand-written notes, this file name)."""
         matches = self._find(note_id)
         if not matches:
+            for path, problem in self.catalog().problems:
+                if Path(path).stem == str(note_id).strip():
+                    raise NoteError(path, problem.split("; ")[0], problem.split("; ", 1)[-1])
             raise NotFound(f"no note with id {note_id!r}; `vaultmem list` shows the ids")
         if len(matches) > 1:
             paths = ", ".join(n.path for n in matches)

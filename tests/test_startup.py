@@ -1,0 +1,29 @@
+"""Agent hooks start the CLI on every prompt: the thin paths must not import heavy modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("yaml", "fsrs", "whoosh", "numpy", "onnxruntime", "tokenizers", "watchdog")
+
+
+def imported_modules(code: str) -> set[str]:
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True)
+    return {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if "|" in line}
+
+
+def test_help_and_recall_client_import_nothing_heavy():
+    code = ("import sys; from vaultmem.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "from vaultmem.server import ask; from vaultmem.discovery import discover")
+    loaded = imported_modules(code)
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_package_import_is_lazy():
+    loaded = imported_modules("import vaultmem")
+    assert not loaded & set(HEAVY)
+    import vaultmem
+
+    assert vaultmem.Vault.__name__ == "Vault" and "Vault" in vaultmem.__all__
