@@ -32,6 +32,9 @@ KEY_ORDER = (
     "created", "updated", "decayed", "source",
 )
 
+# libyaml's loader when present: parsing thousands of notes is a hot path.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
 _KEY_LINE = re.compile(r"""^(?P<key>[^\s#'"\-?:][^:]*?|"[^"]*"|'[^']*'):(?:[ \t\r]|$)""")
 
@@ -88,7 +91,7 @@ def parse(text: str, path: str, defaults: dict) -> Note:
     data: dict = {}
     if block is not None:
         try:
-            loaded = yaml.safe_load(block)
+            loaded = yaml.load(block, Loader=_Loader)
         except yaml.YAMLError as exc:
             where = getattr(exc, "problem_mark", None)
             line = f" at line {where.line + 2}" if where is not None else ""
@@ -181,7 +184,7 @@ def render(note: Note, original: str | None = None) -> str:
     segments = _segments(block)
     current = {}
     try:
-        current = yaml.safe_load(block) or {}
+        current = yaml.load(block, Loader=_Loader) or {}
     except yaml.YAMLError:
         raise NoteError(note.path, "broken YAML frontmatter", "fix it by hand before vaultmem writes this file") from None
 

@@ -210,6 +210,7 @@ class Vault:
         # (`_catalog` is dropped after writes; this one only speeds re-reading).
         self._last_catalog: Catalog | None = None
         self._write_lock = None
+        self._seen_generation = -1
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, create: bool = False) -> "Vault":
@@ -285,6 +286,20 @@ class Vault:
                                     previous=self._last_catalog)
             self._last_catalog = self._catalog
         return self._catalog
+
+    def _read_generation(self) -> int:
+        try:
+            return int((self.state_dir / "add.generation").read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def _note_written(self, rel: str) -> None:
+        """Update the in-memory catalog for one file vaultmem just wrote (no full rescan)."""
+        from .catalog import refresh_paths
+
+        if self._catalog is not None:
+            self._catalog, _ = refresh_paths(self.root, self._catalog, [rel], self.read_note)
+            self._last_catalog = self._catalog
 
     def forget_catalog(self) -> None:
         """Drop what this object remembers of the files (after the cache was deleted)."""
@@ -371,12 +386,20 @@ class Vault:
         created = created or now
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
         with self._lock():
-            self._catalog = None
-            known = self.catalog().notes
-            note_id = _new_id({n.id for n in known})
+            # Adds by other processes bump the generation: only then re-read the vault.
+            generation = self._read_generation()
+            catalog = self.catalog(fresh=generation != self._seen_generation)
+            note_id = _new_id({n.id for n in catalog.notes})
             folder = "skills" if kind == "skill" else "memories"
-            stem = _unique_stem(slugify(title or body_text.splitlines()[0]), {Path(p).stem for p in self.catalog().entries})
-            rel = f"{folder}/{namespace}/{stem}.md"
+            taken = {Path(p).stem for p in catalog.entries}
+            while True:
+                # Another process may have added a file since our catalog was read:
+                # a name that exists on disk is taken too.
+                stem = _unique_stem(slugify(title or body_text.splitlines()[0]), taken)
+                rel = f"{folder}/{namespace}/{stem}.md"
+                if not (self.root / rel).exists():
+                    break
+                taken.add(stem)
             note = Note(
                 id=note_id, type=kind, namespace=namespace, tags=clean_tags, status="active", tier=tier,
                 strength=self.config.strength_initial, state="learning", step=0, stability=None,
@@ -385,7 +408,9 @@ class Vault:
                 body=body_text + "\n", path=rel,
             )
             atomic_write(self.root / rel, render(note))
-            self._catalog = None
+            self._note_written(rel)
+            self._seen_generation = generation + 1
+            (self.state_dir / "add.generation").write_text(str(self._seen_generation))
         return note
 
     def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str, **kwargs) -> Note:
