@@ -49,7 +49,7 @@ def test_query_about_nothing_in_the_vault_returns_nothing(run, filled):
 def test_explain_shows_every_signal(run, filled):
     result = run("recall", "postgres port", "--explain")
     line = [l for l in result.stdout.splitlines() if l.startswith(filled[MEMORIES[0]] + ":")][0]
-    for signal in ("bm25=", "cosine=", "rrf=", "strength=", "retrievability="):
+    for signal in ("bm25=", "coverage=", "cosine=", "relevance=", "strength=", "retrievability="):
         assert signal in line
 
 

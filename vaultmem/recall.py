@@ -7,17 +7,25 @@ Two rankings of the vault's notes are fused:
   model's `min_similarity` a note is not a match, so a query about nothing in
   the vault returns nothing rather than the least unrelated notes.
 
-Fusion (`fuse`) is reciprocal rank fusion, K = 60, of the two ranks, then two
-mild multipliers, so relevance decides and memory state only breaks near-ties:
+Fusion (`fuse`) adds the two signals, each on a 0..1 scale, over the union
+of both candidate lists, then applies two mild multipliers, so relevance
+decides and memory state only breaks near-ties:
 
-    rrf        = (0.5 + 0.5 * coverage) / (60 + lexical rank) + 1 / (60 + semantic rank)
-                 (coverage: the share of the query's terms the note contains;
-                  a ranking a note is absent from adds nothing)
+    lexical    = bm25 / best bm25 of this query * coverage
+                 (coverage: the IDF-weighted share of the query's terms the
+                  note contains, so one common word matched is weak evidence)
+    semantic   = (cosine - floor) / (1 - floor), at least 0
+                 (floor: the model's min_similarity, below which texts are unrelated)
+    relevance  = 0.5 * lexical + 0.5 * semantic
     confidence = 0.5 * R + 0.5 * strength     (R: FSRS retrievability now;
                                                 0.9 for a never-graded note)
     time       = 1.25 if the note was created in a window the query names
                  ("last spring", "in March 2024"), else 1
-    score      = rrf * (0.8 + 0.2 * confidence) * time
+    score      = relevance * (0.8 + 0.2 * confidence) * time
+
+Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
+dragging the stronger one down: a note that ranks 1st lexically on one word
+and a note that matches the query's meaning are not equals.
 
 Then newer beats older: when two results are on the same subject (same
 namespace, and cosine >= 0.9, or cosine >= 0.65 with at least 60% of the
@@ -47,7 +55,7 @@ from .schedule import label, retrievability
 from .timeq import time_intent
 
 VISIBLE_STATUSES = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
-RRF_K = 60
+LEXICAL_WEIGHT = 0.5
 CANDIDATES = 50
 SAME_SUBJECT_COSINE = 0.9
 SAME_SUBJECT_MIN_COSINE = 0.65
@@ -225,16 +233,22 @@ class RecallEngine:
             note = self._by_id.get(note_id)
             if note is not None:
                 lexical_paths.append((note.path, score, coverage))
-        semantic = []
+        cosines: dict[str, float] = {}
+        floor = 0.0
         if self.vectors is not None and query.strip():
             mask = np.fromiter((self._allowed(self._notes_by_path[p], namespace, kind, include_hidden)
                                 if p in self._notes_by_path else False for p in self.vectors.paths),
                                dtype=bool, count=len(self.vectors.paths))
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
-            semantic = [(p, s) for p, s in self.vectors.search(query_vector, limit=limit, mask=mask) if s >= floor]
+            cosines = {p: s for p, s in self.vectors.search(query_vector, limit=limit, mask=mask) if s >= floor}
+            for path, _score, _coverage in lexical_paths:
+                if path not in cosines:
+                    vector = self.vectors.vector_of(path)
+                    if vector is not None:
+                        cosines[path] = float(vector @ query_vector)
         intent = time_intent(query, now)
-        fused = fuse(lexical_paths, semantic, self._notes_by_path, now, self.vault.config, intent)
+        fused = fuse(lexical_paths, cosines, floor, self._notes_by_path, now, self.vault.config, intent)
         fused = self._newer_first(fused, intent)
         hits = []
         for path, score, signals in fused[:top_k]:
@@ -289,32 +303,33 @@ def _content_terms(note: Note) -> frozenset[str]:
     return frozenset(t.text for t in _query_analyzer()(note.text))
 
 
-def fuse(lexical: list[tuple[str, float, float]], semantic: list[tuple[str, float]], notes: dict, now, config,
-         intent=None) -> list[tuple[str, float, dict]]:
-    """Reciprocal rank fusion of the two rankings, weighted by memory state and time (see module doc)."""
+def fuse(lexical: list[tuple[str, float, float]], cosines: dict[str, float], semantic_floor: float,
+         notes: dict, now, config, intent=None) -> list[tuple[str, float, dict]]:
+    """Score fusion of the two signals, weighted by memory state and time (see module doc).
+
+    `lexical`: [(path, bm25, coverage)] best first; `cosines`: path -> cosine
+    for every candidate (from either ranking).
+    """
+    top_bm25 = max((score for _p, score, _c in lexical), default=0.0) or 1.0
     signals: dict[str, dict] = {}
     for rank, (path, score, coverage) in enumerate(lexical, start=1):
-        signals.setdefault(path, {})["bm25"] = round(score, 4)
-        signals[path]["bm25_rank"] = rank
-        signals[path]["coverage"] = round(coverage, 3)
-    for rank, (path, score) in enumerate(semantic, start=1):
-        signals.setdefault(path, {})["cosine"] = round(score, 4)
-        signals[path]["cosine_rank"] = rank
+        signals[path] = {"bm25": round(score, 4), "bm25_rank": rank, "coverage": round(coverage, 3),
+                         "lexical": score / top_bm25 * coverage}
+    for path, cosine in cosines.items():
+        entry = signals.setdefault(path, {"lexical": 0.0})
+        entry["cosine"] = round(cosine, 4)
+        entry["semantic"] = max(0.0, (cosine - semantic_floor) / (1.0 - semantic_floor))
     results = []
     for path, s in signals.items():
         note = notes.get(path)
         if note is None:
             continue
-        rrf = 0.0
-        if "bm25_rank" in s:
-            rrf += (0.5 + 0.5 * s["coverage"]) / (RRF_K + s["bm25_rank"])
-        if "cosine_rank" in s:
-            rrf += 1.0 / (RRF_K + s["cosine_rank"])
+        relevance = LEXICAL_WEIGHT * s.pop("lexical") + (1 - LEXICAL_WEIGHT) * s.pop("semantic", 0.0)
         r = retrievability(note, now, config)
         confidence = 0.5 * (NEVER_GRADED_RETRIEVABILITY if r is None else r) + 0.5 * note.strength
         in_window = bool(intent and intent.has_window and intent.contains(note.created))
-        score = rrf * (0.8 + 0.2 * confidence) * (TIME_WINDOW_BOOST if in_window else 1.0)
-        s.update(rrf=round(rrf, 6), retrievability=None if r is None else round(r, 4),
+        score = relevance * (0.8 + 0.2 * confidence) * (TIME_WINDOW_BOOST if in_window else 1.0)
+        s.update(relevance=round(relevance, 4), retrievability=None if r is None else round(r, 4),
                  strength=note.strength, in_time_window=in_window)
         results.append((path, score, s))
     results.sort(key=lambda item: (-item[1], item[0]))

@@ -18,8 +18,13 @@ from pathlib import Path
 
 from ..model import Note
 
-SCHEMA_VERSION = 2
-SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5, "ns_words": 0.5}
+SCHEMA_VERSION = 3
+SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
+# Lucene's defaults suit short notes better than Whoosh's (K1=1.2, B=0.75).
+BM25_K1 = 0.9
+BM25_B = 0.4
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 
 
@@ -59,7 +64,6 @@ def schema():
         title=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["title"]),
         body=TEXT(analyzer=text),
         tags=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["tags"]),
-        ns_words=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["ns_words"]),
         namespace=KEYWORD(commas=True),
         type=ID(),
         status=ID(),
@@ -74,14 +78,23 @@ def namespace_prefixes(namespace: str) -> str:
     return ",".join("/".join(parts[: i + 1]) for i in range(len(parts)))
 
 
+def date_words(note: Note) -> str:
+    """When the note was created, as words a query may use: "8 May 2023"."""
+    created = note.created
+    return f"{created.day} {MONTH_NAMES[created.month - 1]} {created.year}"
+
+
 def document(note: Note, stamp) -> dict:
+    """The indexed form of a note. The title field holds only a real `# heading`
+    (skills): a memory's title is its own first line, and indexing it twice
+    would double-count those words."""
+    has_heading = any(line.startswith("# ") for line in note.body.splitlines())
     return {
         "id": note.id,
         "path": note.path,
-        "title": note.title,
-        "body": note.body,
+        "title": note.title if has_heading else "",
+        "body": f"{note.body}\n{date_words(note)}",
         "tags": " ".join(note.tags),
-        "ns_words": note.namespace.replace("/", " "),
         "namespace": namespace_prefixes(note.namespace),
         "type": note.type,
         "status": note.status,
@@ -193,21 +206,24 @@ class Bm25Index:
                 if not index.exists_in(self.folder):
                     return None
                 self._ix = index.open_dir(self.folder)
-            self._searcher = self._ix.searcher()
+            self._searcher = self._ix.searcher(weighting=_weighting())
         elif not self._searcher.up_to_date():
             try:
                 self._searcher = self._searcher.refresh()
             except TypeError:  # Whoosh cannot refresh a searcher of an index that had no segments
                 self._searcher.close()
-                self._searcher = self._ix.searcher()
+                self._searcher = self._ix.searcher(weighting=_weighting())
         return self._searcher
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
         """Best matches for free text: [(note id, BM25 score, coverage)], best first.
 
-        Coverage is the share of the query's distinct terms the note contains:
-        a match on one word of five is weaker evidence than its score alone says.
+        Coverage is the share of the query's information (its terms weighted by
+        IDF; a term the vault never uses counts as the rarest) that the note
+        contains: a note matching one common word of a five-word query is weak
+        evidence whatever its rank, and a query whose words the vault does not
+        use at all is one for the embeddings.
         """
         from whoosh import query as q
 
@@ -226,11 +242,31 @@ class Bm25Index:
         if statuses:
             filters.append(q.Or([q.Term("status", s) for s in statuses]))
         results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None, terms=True)
+        weights = _term_weights(searcher, terms)
+        total = sum(weights.values())
         out = []
         for hit in results:
             matched = {text.decode("utf-8") if isinstance(text, bytes) else text for _field, text in hit.matched_terms()}
-            out.append((hit["id"], float(hit.score), len(matched) / len(terms)))
+            out.append((hit["id"], float(hit.score), sum(weights.get(t, 0.0) for t in matched) / total))
         return out
+
+
+def _term_weights(searcher, terms: list[str]) -> dict[str, float]:
+    """IDF of each query term in the vault; a term no note uses gets the largest IDF."""
+    import math
+
+    count = max(searcher.doc_count(), 1)
+    weights = {}
+    for term in terms:
+        frequency = max((searcher.doc_frequency(field, term) for field in SEARCH_FIELDS), default=0)
+        weights[term] = math.log(1 + count / (frequency or 1)) if frequency else math.log(1 + count)
+    return weights
+
+
+def _weighting():
+    from whoosh import scoring
+
+    return scoring.BM25F(B=BM25_B, K1=BM25_K1)
 
 
 @lru_cache(maxsize=1)
