@@ -99,6 +99,7 @@ class RecallEngine:
         self.vectors = None
         self._notes_by_path: dict[str, Note] = {}
         self._by_id: dict[str, Note] = {}
+        self._masks: dict = {}
         self._lock = threading.RLock()
         self._synced_at = 0.0
 
@@ -192,6 +193,7 @@ class RecallEngine:
                 self.vectors.save()
 
     def _set_notes(self, entries: dict) -> None:
+        self._masks = {}
         self._notes_by_path = {p: n for p, (n, _s) in entries.items()}
         self._by_id = {n.id: n for n in self._notes_by_path.values()}
         self._synced_at = time.monotonic()
@@ -210,6 +212,18 @@ class RecallEngine:
                 self.sync()
             return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
+
+    def _mask(self, namespace, kind, include_hidden):
+        """Which rows of the vector store a query may return, cached until the notes change."""
+        import numpy as np
+
+        key = (namespace, kind, include_hidden)
+        if key not in self._masks:
+            notes = self._notes_by_path
+            self._masks[key] = np.fromiter(
+                (p in notes and self._allowed(notes[p], namespace, kind, include_hidden) for p in self.vectors.paths),
+                dtype=bool, count=len(self.vectors.paths))
+        return self._masks[key]
 
     def _allowed(self, note: Note, namespace, kind, include_hidden) -> bool:
         if not include_hidden and note.is_hidden:
@@ -236,9 +250,7 @@ class RecallEngine:
         cosines: dict[str, float] = {}
         floor = 0.0
         if self.vectors is not None and query.strip():
-            mask = np.fromiter((self._allowed(self._notes_by_path[p], namespace, kind, include_hidden)
-                                if p in self._notes_by_path else False for p in self.vectors.paths),
-                               dtype=bool, count=len(self.vectors.paths))
+            mask = self._mask(namespace, kind, include_hidden)
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
             cosines = {p: s for p, s in self.vectors.search(query_vector, limit=limit, mask=mask) if s >= floor}

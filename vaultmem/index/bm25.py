@@ -112,6 +112,8 @@ class Bm25Index:
         self._searcher = None
         self._manifest_data: dict | None = None
         self._manifest_stamp = None
+        self._filter_cache: dict = {}
+        self._filter_cache_for = None
 
     @property
     def manifest_file(self) -> Path:
@@ -215,6 +217,33 @@ class Bm25Index:
                 self._searcher = self._ix.searcher(weighting=_weighting())
         return self._searcher
 
+    def _filters(self, searcher, namespace, kind, statuses):
+        """Document sets for the filters, computed once per searcher (Whoosh would
+        rebuild them on every search: the largest cost of a query at 10k notes).
+
+        Statuses are applied as a mask of the few hidden notes, not as a set of
+        every visible one.
+        """
+        from whoosh import query as q
+
+        if self._filter_cache_for is not searcher:
+            self._filter_cache, self._filter_cache_for = {}, searcher
+        key = (namespace, kind, statuses)
+        if key not in self._filter_cache:
+            allow_parts = []
+            if namespace:
+                allow_parts.append(q.Term("namespace", namespace.strip("/")))
+            if kind:
+                allow_parts.append(q.Term("type", kind))
+            allow = set(searcher.docs_for_query(q.And(allow_parts))) if allow_parts else None
+            exclude = None
+            if statuses:
+                hidden = [q.Term("status", s) for s in ("active", "stale", "archived", "suspended", "superseded")
+                          if s not in statuses]
+                exclude = set(searcher.docs_for_query(q.Or(hidden))) if hidden else None
+            self._filter_cache[key] = (allow, exclude or None)
+        return self._filter_cache[key]
+
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
         """Best matches for free text: [(note id, BM25 score, coverage)], best first.
@@ -234,14 +263,8 @@ class Bm25Index:
         if searcher is None:
             return []
         clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
-        filters = []
-        if namespace:
-            filters.append(q.Term("namespace", namespace.strip("/")))
-        if kind:
-            filters.append(q.Term("type", kind))
-        if statuses:
-            filters.append(q.Or([q.Term("status", s) for s in statuses]))
-        results = searcher.search(q.Or(clauses), limit=limit, filter=q.And(filters) if filters else None, terms=True)
+        allow, exclude = self._filters(searcher, namespace, kind, statuses)
+        results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude, terms=True)
         weights = _term_weights(searcher, terms)
         total = sum(weights.values())
         out = []
