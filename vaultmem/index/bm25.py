@@ -264,6 +264,8 @@ class Bm25Index:
             return []
         clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
         allow, exclude = self._filters(searcher, namespace, kind, statuses)
+        if allow is not None and not allow:
+            return []  # nothing passes the filter (Whoosh would read an empty set as no filter)
         results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude, terms=True)
         weights = _term_weights(searcher, terms)
         total = sum(weights.values())
