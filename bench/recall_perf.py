@@ -65,6 +65,7 @@ N_CLI_QUERIES = 20
 POLL_S = 0.020
 FRESHNESS_TIMEOUT_S = 30.0
 CLI_TIMEOUT_S = 120.0
+FALLBACK_RSS_MB = 100.0
 
 
 # ================================================================ synthetic text
@@ -675,7 +676,15 @@ def bench_size(size: int, args, has_watcher: bool) -> dict:
     if args.seed_vectors:
         clear_indexes(root)
         log("seeding vectors (no model run over the notes), building catalog + BM25 in-process ...")
-        seeded = seed_vectors(root, args.seed)
+        # In a child: a 2 GB parent would be the starting ru_maxrss of every child it forks later.
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+            seed_out = Path(tmp.name)
+        c = run_measured([sys.executable, __file__, "--_seed", str(root), "--seed", str(args.seed),
+                          "--_out", str(seed_out)], max(900.0, size * 0.05), _env(True))
+        if c["rc"] != 0:
+            raise RuntimeError(f"seeding failed rc={c['rc']}: {c['stderr'][-800:]}")
+        seeded = json.loads(seed_out.read_text())
+        seed_out.unlink()
         if seeded["sync_stats"]["embedded"]:
             raise RuntimeError(f"seeded vectors missed {seeded['sync_stats']['embedded']} notes")
         row["seeded"] = seeded
@@ -740,12 +749,15 @@ def _rest(root: Path, size: int, row: dict, log, args, has_watcher: bool) -> Non
                 runs = [cli_recall(q, root, no_server=False) for q in qs]
                 wrow = {"ready_s": w.ready_after, "cli_ms": [x["wall"] * 1000 for x in runs],
                         "cli_failures": sum(x["rc"] != 0 for x in runs),
-                        "client_rss_mb": max(x["maxrss_mb"] for x in runs)}
+                        "client_rss_mb": max(x["maxrss_mb"] for x in runs),
+                        # A thin client stays ~30 MB; one that loaded numpy/the model fell back to in-process.
+                        "fell_back": sum(x["maxrss_mb"] > FALLBACK_RSS_MB for x in runs)}
                 wrow["edit_ms"] = watcher_freshness(root, args.seed)
                 wrow["rss_mb"] = w.peak_rss_mb()
                 row["watcher"] = wrow
             finally:
                 w.stop()
+                row["watcher_log_tail"] = (w.lines + w.err_lines)[-20:]
 
 
 # ================================================================ output
@@ -840,9 +852,13 @@ def main(argv=None) -> int:
                         "build BM25 in-process; for query/edit/memory timings at sizes whose real build takes hours")
     p.add_argument("--json-out", help="also write the raw measurements here")
     p.add_argument("--_inproc", help=argparse.SUPPRESS)
+    p.add_argument("--_seed", help=argparse.SUPPRESS)
     p.add_argument("--_out", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
+    if args._seed:
+        Path(args._out).write_text(json.dumps(seed_vectors(Path(args._seed), args.seed)))
+        return 0
     if args._inproc:
         inproc_child(Path(args._inproc), args.seed, Path(args._out))
         return 0
@@ -869,6 +885,8 @@ def main(argv=None) -> int:
         w = r.get("watcher")
         if w:
             extra.append(f"watcher ready after {w['ready_s']:.1f}s, client peak RSS {w['client_rss_mb']:.0f} MB"
+                         + (f", {w['fell_back']} of {len(w['cli_ms'])} watcher-mode CLI calls fell back to "
+                            f"in-process (client RSS > {FALLBACK_RSS_MB:.0f} MB)" if w.get("fell_back") else "")
                          + (f", {w['cli_failures']} failed CLI calls" if w["cli_failures"] else ""))
         if r.get("watcher_error"):
             extra.append(f"watcher: {r['watcher_error']}")

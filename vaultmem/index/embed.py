@@ -197,6 +197,9 @@ class OnnxEmbedder:
         opts.intra_op_num_threads = threads or os.cpu_count() or 1
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
+        # Spinning threads burn the cores the agent and editor need, and stall
+        # badly when another process holds them: wait instead of spinning.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # EXTENDED runs as fast as ALL here and builds the session in ~2/3 the time.
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
         try:
