@@ -86,9 +86,9 @@ def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = 
     catalog = Catalog()
     changed = set(old.entries) != set(current)
     for rel, stamp in current.items():
-        previous = old.entries.get(rel)
-        if previous is not None and previous.stamp == stamp:
-            catalog.entries[rel] = previous
+        known = old.entries.get(rel)
+        if known is not None and known.stamp == stamp:
+            catalog.entries[rel] = known
             continue
         changed = True
         try:
@@ -97,6 +97,8 @@ def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = 
             catalog.entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
     if changed:
         _save(cache_file, catalog)
+    elif previous is not None:
+        return previous  # unchanged: the same object, so callers can skip their own work
     return catalog
 
 

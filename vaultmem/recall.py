@@ -100,6 +100,7 @@ class RecallEngine:
         self._notes_by_path: dict[str, Note] = {}
         self._by_id: dict[str, Note] = {}
         self._masks: dict = {}
+        self._synced_catalog = None
         self._lock = threading.RLock()
         self._synced_at = 0.0
 
@@ -129,15 +130,18 @@ class RecallEngine:
         """Bring both indexes in step with the files (a stat scan); returns what was updated."""
         with self._lock:
             catalog = self.vault.catalog(fresh=True)
+            if catalog is self._synced_catalog and not rebuild:
+                return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
             entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
             changed = self.bm25.sync(entries, rebuild=rebuild)
             embedded = 0
             self._load_model()
             if self.vectors is not None:
-                embedded = self.vectors.sync({p: (stamp, embed_text(n)) for p, (n, stamp) in entries.items()},
-                                             self.embedder)
+                embedded = self.vectors.sync({p: (stamp, n) for p, (n, stamp) in entries.items()},
+                                             self.embedder, text_of=embed_text)
                 self.vectors.save()
             self._set_notes(entries)
+            self._synced_catalog = catalog
             return {"indexed": changed, "embedded": embedded, "notes": len(entries)}
 
     def apply(self, paths) -> dict:
@@ -149,6 +153,7 @@ class RecallEngine:
                 return self.sync()
             catalog, touched = refresh_paths(self.vault.root, self.vault.catalog(), paths, self.vault.read_note)
             self.vault.adopt_catalog(catalog)
+            self._synced_catalog = catalog
             if not touched:
                 return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
             changed = {p: (catalog.entries[p].note, catalog.entries[p].stamp) for p in touched

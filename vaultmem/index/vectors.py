@@ -84,14 +84,14 @@ class VectorStore:
 
     # ------------------------------------------------------------ keeping in step
 
-    def sync(self, notes: dict[str, tuple[tuple, str]], embedder) -> int:
+    def sync(self, notes: dict[str, tuple[tuple, object]], embedder, text_of=str) -> int:
         """Make every note's row the vector of its current text; returns how many were embedded.
 
-        `notes` maps path -> (file stamp, text to embed) for every note. A path
-        whose stamp is unchanged keeps its row without hashing its text again.
+        `notes` maps path -> (file stamp, note) for every note; `text_of(note)`
+        is the text to embed, computed only for notes whose stamp changed.
         """
-        changed = {p: v for p, v in notes.items()
-                   if p not in self.stamp_of_path or self.stamp_of_path[p][0] != list(v[0])}
+        changed = {p: (stamp, text_of(item)) for p, (stamp, item) in notes.items()
+                   if p not in self.stamp_of_path or self.stamp_of_path[p][0] != list(stamp)}
         removed = [p for p in self.stamp_of_path if p not in notes]
         if not changed and not removed and self.paths:
             return 0
@@ -105,7 +105,8 @@ class VectorStore:
             if digest not in self.row_of_hash and digest not in missing:
                 missing[digest] = changed[path][1]
         if missing:
-            items = list(missing.items())
+            # Longest first over the whole set, so each batch pads to texts of its own length.
+            items = sorted(missing.items(), key=lambda item: len(item[1]), reverse=True)
             vectors = [embedder.embed([text for _, text in items[i:i + EMBED_BATCH]], kind="passage")
                        for i in range(0, len(items), EMBED_BATCH)]
             new = np.vstack(vectors).astype(np.float32)
