@@ -27,3 +27,21 @@ def test_package_import_is_lazy():
     import vaultmem
 
     assert vaultmem.Vault.__name__ == "Vault" and "Vault" in vaultmem.__all__
+
+
+def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
+    from vaultmem.entry import parse_recall
+
+    parsed = parse_recall(["--vault", "/v", "recall", "how do we deploy", "-k", "3", "--json", "--namespace=work"])
+    assert parsed["query"] == "how do we deploy" and parsed["top_k"] == 3 and parsed["namespace"] == "work"
+    assert parsed["vault"] == "/v" and parsed["as_json"] is True
+    for deferred in (["recall"], ["recall", "q", "--help"], ["recall", "q", "-k", "0"], ["recall", "q", "--type", "x"],
+                     ["list"], ["recall", "q", "extra"], ["recall", "q", "--bogus"]):
+        assert parse_recall(deferred) is None, deferred
+
+
+def test_fast_recall_client_imports_nothing_heavy():
+    code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
+            "from vaultmem.entry import parse_recall; from vaultmem.server import ask; from vaultmem.output import print_recall")
+    loaded = imported_modules(code)
+    assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))

@@ -1,5 +1,5 @@
 """`python -m vaultmem` runs the CLI."""
 
-from .cli import main
+from .entry import main
 
 main()

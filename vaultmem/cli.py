@@ -10,7 +10,6 @@ that need them, so `vaultmem --help` and light commands start fast.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 from datetime import datetime
@@ -86,7 +85,9 @@ class Output:
         if self.quiet:
             return
         if self.as_json:
-            click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+            from .output import to_json
+
+            click.echo(to_json(data))
         elif human is not None:
             click.echo(human.rstrip("\n"))
 
@@ -112,18 +113,8 @@ def _note_json(note, now, config, extra: dict | None = None) -> dict:
     return note_dict(note, now, config, extra)
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    if not rows:
-        return ""
-    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
-    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
-
-
-def _short(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+from .output import short as _short  # noqa: E402 - shared with the light recall path
+from .output import table as _table  # noqa: E402
 
 
 def _note_rows(notes, now, config):
@@ -266,18 +257,9 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = [p for p, _m in vault.catalog().problems]
         model_problem = engine_for(vault).model_problem
-    if problems and not out.quiet:
-        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-        click.echo(f"vaultmem: warning: skipped {problems[0]}{more} (unreadable); `vaultmem health` says how to fix",
-                   err=True)
-    if model_problem and not out.quiet:
-        click.echo(f"vaultmem: warning: recall is lexical only: {model_problem}", err=True)
-    rows = [[h["id"], f"{h['score']:.4f}", h["namespace"], h["label"], _short(h["summary"], 70)] for h in hits]
-    human = _table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories"
-    if explain and hits:
-        human += "\n\n" + "\n".join(f"{h['id']}: " + ", ".join(f"{k}={v}" for k, v in h["signals"].items())
-                                     for h in hits)
-    out.emit(hits, human)
+    from .output import print_recall
+
+    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain)
 
 
 def _ask_watcher(vault_path, request):

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import socket
-import tempfile
 
 PROTOCOL = 1
 CONNECT_TIMEOUT = 0.2
@@ -29,7 +28,15 @@ def socket_path(vault_root: str) -> str:
     """Where the watcher of `vault_root` listens."""
     uid = os.getuid() if hasattr(os, "getuid") else 0
     digest = hashlib.sha256(os.path.realpath(vault_root).encode("utf-8")).hexdigest()[:16]
-    return os.path.join(tempfile.gettempdir(), f"vaultmem-{uid}", f"{digest}.sock")
+    return os.path.join(_temp_dir(), f"vaultmem-{uid}", f"{digest}.sock")
+
+
+def _temp_dir() -> str:
+    """The user's temp folder ($TMPDIR, $TEMP, $TMP, else /tmp), without importing `tempfile`."""
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if os.environ.get(name):
+            return os.environ[name]
+    return "/tmp" if os.name != "nt" else os.path.expanduser("~\\AppData\\Local\\Temp")
 
 
 def private_socket_dir(path: str) -> None:

@@ -1,0 +1,84 @@
+"""The `vaultmem` console script: a fast path for recall, else the full CLI.
+
+Agent hooks run `vaultmem recall ...` on every prompt. When a watcher serves
+the vault, the answer is one socket round trip away, and importing click and
+the CLI would cost more than the recall itself. So a plain recall command line
+is parsed here, by hand, and sent to the watcher; anything else (another
+command, an unusual option, `--help`, no watcher, an error) goes to the full
+click CLI, which gives the same result in-process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_FLAGS = {"--json": "as_json", "-q": "quiet", "--quiet": "quiet", "--all": "include_hidden", "--explain": "explain"}
+_VALUES = {"--vault": "vault", "-k": "top_k", "--top-k": "top_k", "-n": "namespace", "--namespace": "namespace",
+           "--type": "kind"}
+
+
+def parse_recall(argv: list[str]) -> dict | None:
+    """Options of a plain `[--vault V] recall QUERY [options]`; None when unsure."""
+    options: dict = {"as_json": False, "quiet": False, "include_hidden": False, "explain": False}
+    words = list(argv)
+    seen_command = False
+    query = None
+    while words:
+        word = words.pop(0)
+        if "=" in word and word.startswith("--"):
+            word, value = word.split("=", 1)
+            words.insert(0, value)
+        if word in _FLAGS:
+            options[_FLAGS[word]] = True
+        elif word in _VALUES:
+            if not words:
+                return None
+            options[_VALUES[word]] = words.pop(0)
+        elif word == "recall" and not seen_command:
+            seen_command = True
+        elif seen_command and query is None and not word.startswith("-"):
+            query = word
+        else:
+            return None
+    if not seen_command or query is None:
+        return None
+    if "top_k" in options:
+        if not options["top_k"].isdigit() or not 1 <= int(options["top_k"]) <= 1000:
+            return None
+        options["top_k"] = int(options["top_k"])
+    if options.get("kind") not in (None, "memory", "skill"):
+        return None
+    options["query"] = query
+    return options
+
+
+def fast_recall(argv: list[str]) -> bool:
+    """Answer a recall through the watcher; False when the full CLI must do it."""
+    if os.environ.get("VAULTMEM_NO_SERVER"):
+        return False
+    options = parse_recall(argv)
+    if options is None:
+        return False
+    from .discovery import discover
+    from .server import ask
+
+    request = {"op": "recall", "query": options["query"], "top_k": options.get("top_k"),
+               "namespace": options.get("namespace"), "kind": options.get("kind"),
+               "include_hidden": options["include_hidden"], "now": os.environ.get("VAULTMEM_NOW")}
+    answer = ask(str(discover(options.get("vault"))), request)
+    if not answer or not answer.get("ok"):
+        return False
+    from .output import print_recall
+
+    print_recall(answer["hits"], answer.get("problems", []), answer.get("model_problem"),
+                 options["as_json"], options["quiet"], options["explain"])
+    return True
+
+
+def main() -> None:
+    if fast_recall(sys.argv[1:]):
+        return
+    from .cli import main as full_cli
+
+    full_cli()

@@ -1,0 +1,47 @@
+"""Printing results: JSON for agents, small tables for people. Light to import
+(no click): the recall fast path prints through it on every agent prompt."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+
+def table(rows: list[list[str]], headers: list[str]) -> str:
+    if not rows:
+        return ""
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows)]
+    lines = ["  ".join(str(h).ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def short(text: str, width: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def to_json(data) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2, default=str)
+
+
+def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
+                 as_json: bool, quiet: bool, explain: bool) -> None:
+    """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process)."""
+    if quiet:
+        return
+    if problems:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        print(f"vaultmem: warning: skipped {problems[0]}{more} (unreadable); `vaultmem health` says how to fix",
+              file=sys.stderr)
+    if model_problem:
+        print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
+    if as_json:
+        print(to_json(hits))
+        return
+    rows = [[h["id"], f"{h['score']:.4f}", h["namespace"], h["label"], short(h["summary"], 70)] for h in hits]
+    text = table(rows, ["ID", "SCORE", "NAMESPACE", "LABEL", "TEXT"]) or "no matching memories"
+    if explain and hits:
+        text += "\n\n" + "\n".join(f"{h['id']}: " + ", ".join(f"{k}={v}" for k, v in h["signals"].items())
+                                   for h in hits)
+    print(text)
