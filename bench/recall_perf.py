@@ -762,6 +762,15 @@ def _rest(root: Path, size: int, row: dict, log, args, has_watcher: bool) -> Non
 
 # ================================================================ output
 
+def _git_rev() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        return rev or "?"
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+
+
 def _loadavg() -> str:
     try:
         return " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -798,7 +807,7 @@ def machine_facts() -> list[str]:
     return [
         f"- cores: {os.cpu_count()} ({usable} usable), CPU: {cpu}, RAM: {mem}",
         f"- python {platform.python_version()} ({platform.python_implementation()}), {platform.platform()}",
-        f"- onnxruntime {ort}, numpy {numpy.__version__}",
+        f"- onnxruntime {ort}, numpy {numpy.__version__}; vaultmem at {_git_rev()}",
         f"- load average at start / end: {START_LOAD} / {_loadavg()} (other processes on the machine skew timings)",
     ]
 
