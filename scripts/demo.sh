@@ -3,8 +3,11 @@
 set -euo pipefail
 vault="${1:-demo-vault}"
 rm -rf "$vault"
-export VAULTMEM_VAULT="$PWD/$vault"
-step() { printf '\n\033[1m$'; printf ' %q' "$@"; printf '\033[0m\n'; "$@"; }
+mkdir -p "$vault"
+vault=$(cd "$vault" && pwd)
+export VAULTMEM_VAULT="$vault"
+show() { local out="" a; for a in "$@"; do [[ "$a" =~ [[:space:]] ]] && out+=" \"$a\"" || out+=" $a"; done; printf '\n\033[1m$%s\033[0m\n' "$out"; }
+step() { show "$@"; "$@"; }
 
 step vaultmem init "$vault"
 step vaultmem add "The staging database runs Postgres 16 on port 5433" -n work/infra --tags db,staging
@@ -22,4 +25,18 @@ step vaultmem review
 step vaultmem prompt --max-tokens 300
 step vaultmem decay --dry-run
 step vaultmem health
+
+# The watcher keeps the indexes current and answers recall for hooks.
+show vaultmem watch '&'
+log=$(mktemp)
+vaultmem watch >"$log" 2>&1 & watcher=$!
+trap 'kill $watcher 2>/dev/null; rm -f "$log"' EXIT
+for _ in $(seq 100); do grep -q "serving recall" "$log" && break; sleep 0.2; done
+cat "$log"
+note=$(ls "$vault"/memories/team/*.md | head -n 1)
+printf "\n# a person edits %s by hand: tabs -> spaces\n" "${note#$vault/}"
+sed -i.bak 's/prefers tabs over spaces/now prefers spaces over tabs/' "$note" && rm -f "$note.bak"
+sleep 1
+step vaultmem recall "what indentation does alice like now"
+kill $watcher 2>/dev/null; wait $watcher 2>/dev/null || true
 printf '\nThe demo vault is in %s: open it in Obsidian, or read the notes with any editor.\n' "$vault"
