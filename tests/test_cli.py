@@ -9,7 +9,7 @@ import pytest
 
 from vaultmem.cli import cli
 
-from .conftest import T0, run_process
+from .conftest import run_process
 
 
 def test_every_command_is_documented_with_an_example():

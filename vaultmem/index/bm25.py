@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..model import Note
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
 # Lucene's defaults suit short notes better than Whoosh's (K1=1.2, B=0.75).
 BM25_K1 = 0.9
@@ -94,7 +94,8 @@ def document(note: Note, stamp) -> dict:
         "path": note.path,
         "title": note.title if has_heading else "",
         "body": f"{note.body}\n{date_words(note)}",
-        "tags": " ".join(note.tags),
+        # Tags and the namespace's words: what the note is filed under.
+        "tags": " ".join((*note.tags, *note.namespace.split("/"))),
         "namespace": namespace_prefixes(note.namespace),
         "type": note.type,
         "status": note.status,
@@ -183,7 +184,7 @@ class Bm25Index:
             for path in list(removed) + list(changed):
                 if path in indexed or not fresh:
                     writer.delete_by_term("path", path)
-            for path, (note, stamp) in changed.items():
+            for note, stamp in changed.values():
                 writer.add_document(**document(note, stamp))
             writer.commit(optimize=len(changed) > 5000)
         except BaseException:
