@@ -242,7 +242,6 @@ class RecallEngine:
         return True
 
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
-
         statuses = None if include_hidden else VISIBLE_STATUSES
         limit = max(CANDIDATES, top_k * 3)
         lexical = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
