@@ -30,7 +30,7 @@ step vaultmem health
 show vaultmem watch '&'
 log=$(mktemp)
 vaultmem watch >"$log" 2>&1 & watcher=$!
-trap 'kill $watcher 2>/dev/null; rm -f "$log"' EXIT
+trap 'kill $watcher 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 100); do grep -q "serving recall" "$log" && break; sleep 0.2; done
 cat "$log"
 note=$(ls "$vault"/memories/team/*.md | head -n 1)
