@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import stat
 import subprocess
@@ -22,8 +23,11 @@ def watcher(vault_dir):
     """A real `vaultmem watch` process on the test vault, stopped with SIGTERM afterwards."""
     process = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), "watch"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = process.stdout.readline()
-    assert "serving recall" in line, process.stderr.read() if process.poll() is not None else line
+    ready, _, _ = select.select([process.stdout], [], [], 120)
+    line = process.stdout.readline() if ready else ""
+    if "serving recall" not in line:
+        process.kill()
+        pytest.fail(f"watcher did not start: {line!r} {process.stderr.read()[-2000:]}")
     yield process
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=20)
