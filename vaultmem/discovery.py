@@ -8,26 +8,38 @@ directory (created on first use by `Vault.open`).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 STATE_DIR = ".vaultmem"
 
 
-def default_vault_path() -> Path:
+def default_vault_path():
     """The vault used when nothing else names one, in the user's data directory."""
+    from pathlib import Path
+
     import platformdirs
 
     return Path(platformdirs.user_data_dir("vaultmem", appauthor=False)) / "vault"
 
 
-def discover(explicit: str | os.PathLike | None = None, cwd: Path | None = None) -> Path:
+def discover_root(explicit=None, cwd=None) -> str:
+    """The vault folder as a string, with os.path only (no pathlib: the recall fast path)."""
     if explicit:
-        return Path(explicit).expanduser().resolve()
+        return os.path.realpath(os.path.expanduser(os.fspath(explicit)))
     from_env = os.environ.get("VAULTMEM_VAULT")
     if from_env:
-        return Path(from_env).expanduser().resolve()
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / STATE_DIR).is_dir():
+        return os.path.realpath(os.path.expanduser(from_env))
+    folder = os.path.realpath(os.fspath(cwd) if cwd else os.getcwd())
+    while True:
+        if os.path.isdir(os.path.join(folder, STATE_DIR)):
             return folder
-    return default_vault_path()
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return str(default_vault_path())
+        folder = parent
+
+
+def discover(explicit=None, cwd=None):
+    """The vault folder as a Path."""
+    from pathlib import Path
+
+    return Path(discover_root(explicit, cwd))

@@ -60,13 +60,13 @@ def fast_recall(argv: list[str]) -> bool:
     options = parse_recall(argv)
     if options is None:
         return False
-    from .discovery import discover
+    from .discovery import discover_root
     from .server import ask
 
     request = {"op": "recall", "query": options["query"], "top_k": options.get("top_k"),
                "namespace": options.get("namespace"), "kind": options.get("kind"),
                "include_hidden": options["include_hidden"], "now": os.environ.get("VAULTMEM_NOW")}
-    answer = ask(str(discover(options.get("vault"))), request)
+    answer = ask(discover_root(options.get("vault")), request)
     if not answer or not answer.get("ok"):
         return False
     from .output import print_recall
