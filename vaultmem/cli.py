@@ -99,12 +99,10 @@ def _vault(vault_path):
 
 
 def _warn_problems(vault, out) -> None:
-    """Say on stderr which notes were skipped, so a broken file is never silently ignored."""
-    problems = vault.catalog().problems
-    if problems and not out.quiet:
-        first = problems[0][0]
-        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-        click.echo(f"vaultmem: warning: skipped {first}{more} (unreadable); `vaultmem health` says how to fix", err=True)
+    from .output import warn_skipped
+
+    if not out.quiet:
+        warn_skipped([path for path, _problem in vault.catalog().problems])
 
 
 def _note_json(note, now, config, extra: dict | None = None) -> dict:

@@ -25,15 +25,20 @@ def to_json(data) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
+def warn_skipped(paths: list[str]) -> None:
+    """Say on stderr which notes were skipped, so a broken file is never silently ignored."""
+    if paths:
+        more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
+        print(f"vaultmem: warning: skipped {paths[0]}{more} (unreadable); `vaultmem health` says how to fix",
+              file=sys.stderr)
+
+
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
                  as_json: bool, quiet: bool, explain: bool) -> None:
     """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process)."""
     if quiet:
         return
-    if problems:
-        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
-        print(f"vaultmem: warning: skipped {problems[0]}{more} (unreadable); `vaultmem health` says how to fix",
-              file=sys.stderr)
+    warn_skipped(problems)
     if model_problem:
         print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
     if as_json:
