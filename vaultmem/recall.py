@@ -159,7 +159,7 @@ class RecallEngine:
             changed = {p: (catalog.entries[p].note, catalog.entries[p].stamp) for p in touched
                        if p in catalog.entries and catalog.entries[p].note is not None}
             removed = [p for p in touched if p not in changed]
-            indexed = self.bm25.update(changed, removed)
+            indexed = self.bm25.update(changed, removed, persist=False)
             embedded = 0
             if self.vectors is not None:
                 embedded = self.vectors.update({p: (s, embed_text(n)) for p, (n, s) in changed.items()},
@@ -194,6 +194,7 @@ class RecallEngine:
     def save(self) -> None:
         """Persist what is only in memory (the embedding cache)."""
         with self._lock:
+            self.bm25.save_manifest()
             if self.vectors is not None:
                 self.vectors.save()
 

@@ -113,6 +113,7 @@ class Bm25Index:
         self._searcher = None
         self._manifest_data: dict | None = None
         self._manifest_stamp = None
+        self._manifest_dirty = False
         self._filter_cache: dict = {}
         self._filter_cache_for = None
 
@@ -122,6 +123,8 @@ class Bm25Index:
 
     def _manifest(self) -> dict:
         """Paths and file stamps indexed so far (re-read when another process changed it)."""
+        if self._manifest_dirty:
+            return self._manifest_data
         try:
             stamp = self.manifest_file.stat().st_mtime_ns
         except OSError:
@@ -171,8 +174,15 @@ class Bm25Index:
             return 0
         return self.update(changed, removed, fresh=fresh)
 
-    def update(self, changed: dict[str, tuple[Note, tuple]], removed, fresh: bool = False) -> int:
-        """Re-index the `changed` notes and drop the `removed` paths (the watcher's path)."""
+    def update(self, changed: dict[str, tuple[Note, tuple]], removed, fresh: bool = False,
+               persist: bool = True) -> int:
+        """Re-index the `changed` notes and drop the `removed` paths (the watcher's path).
+
+        `persist=False` keeps the manifest in memory until `save_manifest()`:
+        writing 100k stamps as JSON on every edit took most of a second. A
+        manifest left behind on disk only makes another process re-index
+        those notes again, never miss one.
+        """
         ix = self._open(rebuild=fresh)
         if self._searcher is not None:
             # An open searcher makes Whoosh lose this writer's deletions: close it first.
@@ -194,12 +204,21 @@ class Bm25Index:
             indexed.pop(path, None)
         for path, (_note, stamp) in changed.items():
             indexed[path] = list(stamp)
-        data = {"version": SCHEMA_VERSION, "stamps": indexed}
-        tmp = self.manifest_file.with_name(f".manifest.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, self.manifest_file)
-        self._manifest_data, self._manifest_stamp = data, self.manifest_file.stat().st_mtime_ns
+        self._manifest_data = {"version": SCHEMA_VERSION, "stamps": indexed}
+        self._manifest_dirty = True
+        if persist:
+            self.save_manifest()
         return len(changed) + len(removed)
+
+    def save_manifest(self) -> None:
+        """Write the manifest of indexed stamps if it changed in memory."""
+        if not self._manifest_dirty or self._manifest_data is None:
+            return
+        tmp = self.manifest_file.with_name(f".manifest.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self._manifest_data), encoding="utf-8")
+        os.replace(tmp, self.manifest_file)
+        self._manifest_stamp = self.manifest_file.stat().st_mtime_ns
+        self._manifest_dirty = False
 
     def _current_searcher(self):
         from whoosh import index
