@@ -114,3 +114,12 @@ def test_deleted_note_leaves_recall(run, vault_dir, watcher):
 def test_second_watcher_on_the_same_vault_is_refused(vault_dir, watcher):
     result = run_process("--vault", str(vault_dir), "watch", check=False)
     assert result.returncode != 0 and "already" in result.stderr
+
+
+def test_watcher_leaves_current_caches_when_it_stops(run, vault_dir, watcher):
+    note = run.json("add", "Caches are written back on exit", "-n", "misc")
+    wait_until(lambda: recall_ids(vault_dir, "caches written back")[:1] == [(note["id"], note["path"])])
+    watcher.send_signal(signal.SIGTERM)
+    watcher.wait(timeout=20)
+    status = run.json("health")["recall"]
+    assert status["index_stale"] == 0 and status["embeddings_stale"] == 0
