@@ -239,9 +239,9 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
-               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
-    answer = _ask_watcher(vault_path, request)
+    from .entry import ask_watcher
+
+    answer = ask_watcher(vault_path, query, top_k, namespace, kind, include_hidden)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
     else:
@@ -258,17 +258,6 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
     from .output import print_recall
 
     print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain)
-
-
-def _ask_watcher(vault_path, request):
-    """The watcher's answer, or None (none running, disabled, or it failed): then work in-process."""
-    if os.environ.get("VAULTMEM_NO_SERVER"):
-        return None
-    from .discovery import discover
-    from .server import ask
-
-    answer = ask(str(discover(vault_path)), request)
-    return answer if answer and answer.get("ok") else None
 
 
 @cli.command()

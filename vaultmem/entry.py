@@ -53,6 +53,19 @@ def parse_recall(argv: list[str]) -> dict | None:
     return options
 
 
+def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False) -> dict | None:
+    """The watcher's recall answer, or None (none running, disabled, or it failed): then recall in-process."""
+    if os.environ.get("VAULTMEM_NO_SERVER"):
+        return None
+    from .discovery import discover_root
+    from .server import ask
+
+    request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
+               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
+    answer = ask(discover_root(vault), request)
+    return answer if answer and answer.get("ok") else None
+
+
 def fast_recall(argv: list[str]) -> bool:
     """Answer a recall through the watcher; False when the full CLI must do it."""
     if os.environ.get("VAULTMEM_NO_SERVER"):
@@ -60,14 +73,9 @@ def fast_recall(argv: list[str]) -> bool:
     options = parse_recall(argv)
     if options is None:
         return False
-    from .discovery import discover_root
-    from .server import ask
-
-    request = {"op": "recall", "query": options["query"], "top_k": options.get("top_k"),
-               "namespace": options.get("namespace"), "kind": options.get("kind"),
-               "include_hidden": options["include_hidden"], "now": os.environ.get("VAULTMEM_NOW")}
-    answer = ask(discover_root(options.get("vault")), request)
-    if not answer or not answer.get("ok"):
+    answer = ask_watcher(options.get("vault"), options["query"], options.get("top_k"), options.get("namespace"),
+                         options.get("kind"), options["include_hidden"])
+    if answer is None:
         return False
     from .output import print_recall
 
