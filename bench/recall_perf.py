@@ -677,14 +677,7 @@ def bench_size(size: int, args, has_watcher: bool) -> dict:
         clear_indexes(root)
         log("seeding vectors (no model run over the notes), building catalog + BM25 in-process ...")
         # In a child: a 2 GB parent would be the starting ru_maxrss of every child it forks later.
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
-            seed_out = Path(tmp.name)
-        c = run_measured([sys.executable, __file__, "--_seed", str(root), "--seed", str(args.seed),
-                          "--_out", str(seed_out)], max(900.0, size * 0.05), _env(True))
-        if c["rc"] != 0:
-            raise RuntimeError(f"seeding failed rc={c['rc']}: {c['stderr'][-800:]}")
-        seeded = json.loads(seed_out.read_text())
-        seed_out.unlink()
+        seeded = _run_child("--_seed", root, args.seed, max(900.0, size * 0.05), "seeding")
         if seeded["sync_stats"]["embedded"]:
             raise RuntimeError(f"seeded vectors missed {seeded['sync_stats']['embedded']} notes")
         row["seeded"] = seeded
@@ -694,6 +687,19 @@ def bench_size(size: int, args, has_watcher: bool) -> dict:
         _cli_build(root, size, row, log)
     _rest(root, size, row, log, args, has_watcher)
     return row
+
+
+def _run_child(flag: str, root: Path, seed: int, timeout: float, what: str) -> dict:
+    """Run this script's `flag` mode in a child process (its own peak RSS) and return the JSON it wrote."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        out_file = Path(tmp.name)
+    c = run_measured([sys.executable, __file__, flag, str(root), "--seed", str(seed), "--_out", str(out_file)],
+                     timeout, _env(True))
+    if c["rc"] != 0:
+        raise RuntimeError(f"{what} failed rc={c['rc']}: {c['stderr'][-800:]}")
+    result = json.loads(out_file.read_text())
+    out_file.unlink()
+    return result
 
 
 def _cli_build(root: Path, size: int, row: dict, log) -> None:
@@ -710,15 +716,8 @@ def _cli_build(root: Path, size: int, row: dict, log) -> None:
 
 def _rest(root: Path, size: int, row: dict, log, args, has_watcher: bool) -> None:
     # ---- in-process (child process, for its own peak RSS)
-    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
-        out_file = Path(tmp.name)
     log("in-process ...")
-    c = run_measured([sys.executable, __file__, "--_inproc", str(root), "--seed", str(args.seed),
-                      "--_out", str(out_file)], max(600.0, size * 0.02), _env(True))
-    if c["rc"] != 0:
-        raise RuntimeError(f"in-process child failed rc={c['rc']}: {c['stderr'][-800:]}")
-    inproc = json.loads(out_file.read_text())
-    out_file.unlink()
+    inproc = _run_child("--_inproc", root, args.seed, max(600.0, size * 0.02), "in-process child")
     row.update(inproc)
     log(f"warm p50 {pct(inproc['warm_ms'], 50):.1f} ms, synced p50 {pct(inproc['synced_ms'], 50):.1f} ms, "
         f"edit {inproc['edit_ms']}")
