@@ -156,6 +156,14 @@ def write_json(path: str | os.PathLike, payload: dict) -> None:
     Path(path).write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
+def finish(summary: dict, results: list, json_out: str | None) -> dict:
+    """Write the per-question results where asked, and return the summary with them."""
+    if json_out:
+        write_json(json_out, {**summary, "questions": [r.to_json() for r in results]})
+    summary["results"] = results
+    return summary
+
+
 # ------------------------------------------------------------------ vaults
 
 @dataclass

@@ -177,10 +177,7 @@ def main(argv: list[str] | None = None) -> dict:
     summary = {"rows": dict(rows), "skipped": {k: v for k, v in stats.items() if k != "bad_examples"},
                "bad_examples": stats["bad_examples"], "top_k": args.top_k,
                "conversations": [n for n, _ in convs], "total_s": total}
-    if args.json_out:
-        h.write_json(args.json_out, {**summary, "questions": [r.to_json() for r in results]})
-    summary["results"] = results
-    return summary
+    return h.finish(summary, results, args.json_out)
 
 
 if __name__ == "__main__":

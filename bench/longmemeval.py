@@ -141,10 +141,7 @@ def main(argv: list[str] | None = None) -> dict:
     print("skipped (no has_answer turn): " + (", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"))
     summary = {"rows": dict(rows), "skipped": skipped, "sha256": digest, "sha256_ok": digest == ORACLE_SHA256,
                "top_k": args.top_k, "total_s": total}
-    if args.json_out:
-        h.write_json(args.json_out, {**summary, "questions": [r.to_json() for r in results]})
-    summary["results"] = results
-    return summary
+    return h.finish(summary, results, args.json_out)
 
 
 if __name__ == "__main__":
