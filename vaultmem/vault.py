@@ -10,190 +10,31 @@ Reading never writes a note.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
-import stat
-import tempfile
 from dataclasses import replace
 from datetime import datetime
-from importlib import resources
 from pathlib import Path
 from typing import Callable, Iterable
 
 from . import clock
 from .catalog import Catalog, refresh
-from .config import DEFAULT_CONFIG_TEXT, Config, load_config
+from .config import Config, load_config
 from .discovery import STATE_DIR, default_vault_path, discover
 from .errors import BadInput, ConflictError, NotFound, NoteError
+from .files import append_jsonl, atomic_write, read_text, rewrite_and_move
 from .lifecycle import DecayStep, plan_decay
 from .model import TIERS, Note
 from .note import parse, render, skill_body, slugify
 from .schedule import grade as schedule_grade
 from .schedule import parse_rating
+from .template import init_vault
 
 ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
-
-
-# ---------------------------------------------------------------- set-up
-
-def init_vault(root: Path) -> list[str]:
-    """Create a vault at `root`, or add what is missing to an existing folder.
-
-    Copies `vault_template/` file by file, never replacing a file that exists
-    (an Obsidian vault keeps its own settings and notes). Returns what was added.
-    """
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    added: list[str] = []
-    template = resources.files("vaultmem.vault_template")
-    for rel in _template_files(template):
-        target = root / rel
-        if target.name == ".gitkeep":
-            if not target.parent.exists():
-                target.parent.mkdir(parents=True)
-                added.append(Path(rel).parent.as_posix() + "/")
-            continue
-        source = template.joinpath(*Path(rel).parts).read_text(encoding="utf-8")
-        if target.exists():
-            merged = _merge_into_existing(rel, target.read_text(encoding="utf-8"), source)
-            if merged is not None:
-                atomic_write(target, merged)
-                added.append(f"{rel} (merged)")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source, encoding="utf-8")
-        added.append(rel)
-    state = root / STATE_DIR
-    if not state.is_dir():
-        state.mkdir()
-        added.append(f"{STATE_DIR}/")
-    config = state / "config.yaml"
-    if not config.exists():
-        config.write_text(DEFAULT_CONFIG_TEXT, encoding="utf-8")
-        added.append(f"{STATE_DIR}/config.yaml")
-    return added
-
-
-def _merge_into_existing(rel: str, existing: str, ours: str) -> str | None:
-    """What an existing vault lacks of two shared files, added without changing the rest.
-
-    `.obsidian/types.json` gains the types of vaultmem's properties it does not
-    declare yet (a person's own choices win); `.gitignore` gains missing lines.
-    Anything else that exists is left alone. None means nothing to change.
-    """
-    if rel == ".obsidian/types.json":
-        try:
-            data = json.loads(existing)
-        except ValueError:
-            return None  # a person's broken file: not ours to repair
-        types = data.setdefault("types", {}) if isinstance(data, dict) else None
-        if not isinstance(types, dict):
-            return None
-        missing = {k: v for k, v in json.loads(ours)["types"].items() if k not in types}
-        if not missing:
-            return None
-        types.update(missing)
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    if rel == ".gitignore":
-        have = {line.strip() for line in existing.splitlines()}
-        lines = [line for line in ours.splitlines() if line.strip() and not line.startswith("#") and line.strip() not in have]
-        if not lines:
-            return None
-        sep = "" if existing.endswith("\n") or not existing else "\n"
-        return existing + sep + "# vaultmem: derived state\n" + "\n".join(lines) + "\n"
-    return None
-
-
-def _template_files(template) -> list[str]:
-    found = []
-    stack = [(template, "")]
-    while stack:
-        node, prefix = stack.pop()
-        for child in node.iterdir():
-            name = child.name
-            if name in ("__pycache__", "__init__.py"):
-                continue
-            rel = f"{prefix}{name}"
-            if child.is_dir():
-                stack.append((child, rel + "/"))
-            else:
-                found.append(rel)
-    return sorted(found)
-
-
-# ---------------------------------------------------------------- file primitives
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` so a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".vaultmem-tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _rewrite_and_move(source: Path, text: str, target: Path) -> None:
-    """Rewrite a note in place, then rename it: a move, never a copy plus a delete,
-    so a crash cannot leave the note in two places."""
-    atomic_write(source, text)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(source, target)
-    _fsync_dir(source.parent)
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def append_jsonl(path: Path, record: dict) -> None:
-    """Append one JSON line (the logs are append-only; callers hold the write lock)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def read_text(path: Path, max_bytes: int) -> str:
-    """A note's text, or NoteError for what is not a readable markdown note."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise NoteError(path, f"cannot be read ({exc.strerror})", "check the file's permissions") from None
-    if len(data) > max_bytes:
-        raise NoteError(path, f"is {len(data):,} bytes, over the {max_bytes:,}-byte limit for notes",
-                        "split it into smaller notes or raise notes.max_note_bytes in .vaultmem/config.yaml")
-    if b"\x00" in data:
-        raise NoteError(path, "is binary, not a markdown note", "move it out of the vault's note folders")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise NoteError(path, "is not UTF-8 text", "re-save it as UTF-8") from None
 
 
 # ---------------------------------------------------------------- the vault
@@ -469,7 +310,7 @@ class Vault:
         target = self.root / target_rel
         if target.exists():
             raise ConflictError(f"{target_rel} already exists; move it aside, then archive {note.id} again")
-        _rewrite_and_move(source, render(after, text), target)
+        rewrite_and_move(source, render(after, text), target)
         append_jsonl(self.archive_log, {
             "op": "archive", "id": note.id, "from": note.path, "to": target_rel, "reason": reason,
             "time": clock.format_datetime(clock.now()), "text": text,
@@ -496,7 +337,7 @@ class Vault:
                 text = read_text(source, self.config.max_note_bytes)
                 current = parse(text, note.path, self._defaults(note.path, source))
                 after = replace(current, status="active", updated=now, decayed=now)
-                _rewrite_and_move(source, render(after, text), target)
+                rewrite_and_move(source, render(after, text), target)
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                                 "time": clock.format_datetime(now)})
                 self._catalog = None
