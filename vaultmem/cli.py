@@ -185,19 +185,51 @@ def init(path, out, vault_path):
 @click.option("-s", "--source", default="", help="Where it came from: a URL, a file, or a [[note]].")
 @click.option("--created", help="When it was learned (backfills, imports), e.g. 2024-05-08T13:56:00; UTC unless an offset is given.")
 @click.option("--tier", help="L0 observed, L1 remembered (default), L2 every session, L3 durable.")
+@click.option("--explicit", is_flag=True, help="Stated explicitly (\"remember that...\"): promotes after fewer sessions.")
+@click.option("--session", help="The agent session this comes from (default: $VAULTMEM_SESSION).")
+@click.option("--redact", is_flag=True, help="Mask secrets and personal data instead of refusing the text.")
+@click.option("--no-supersede", is_flag=True, help="Do not supersede or contest memories this one contradicts.")
+@click.option("--allow-duplicate", is_flag=True, help="Write a new note even if the same memory exists.")
 @common
-def add(text, namespace, tags, source, created, tier, out, vault_path):
+def add(text, namespace, tags, source, created, tier, explicit, session, redact, no_supersede, allow_duplicate,
+        out, vault_path):
     """Remember a fact, preference or decision.
+
+    The same memory again counts as a recurrence (evidence for promotion), a
+    clear contradiction of an older memory in the namespace supersedes it, an
+    unclear one marks both contested; `vaultmem conflicts TEXT` shows which
+    without writing. Secrets are refused unless --redact.
 
     Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
     """
-    from .clock import now as clock_now
     from .vault import check_namespace
 
     check_namespace(namespace)
     vault = _vault(vault_path)
-    note = vault.add(text, namespace, tags=_split_tags(tags), source=source, created=_parse_created(created), tier=tier)
-    out.emit(_note_json(note, clock_now(), vault.config), f"added {note.id}  {note.path}")
+    added = vault.add(text, namespace, tags=_split_tags(tags), source=source, created=_parse_created(created),
+                      tier=tier, explicit=explicit, session=session, redact=redact,
+                      supersede=not no_supersede, merge=not allow_duplicate)
+    _emit_added(out, vault, added, "added")
+
+
+def _emit_added(out, vault, added, verb: str) -> None:
+    from .clock import now as clock_now
+
+    note = added.note
+    data = _note_json(note, clock_now(), vault.config, {
+        "action": added.action, "superseded": list(added.superseded), "contested": list(added.contested),
+        "reason": added.reason, "redacted_kinds": list(added.redacted)})
+    if added.action == "recurrence":
+        human = f"already known: {note.id}  {note.path} (recorded as a recurrence; {added.reason})"
+    else:
+        human = f"{verb} {note.id}  {note.path}"
+        for other in added.superseded:
+            human += f"\nsupersedes {other}"
+        for other in added.contested:
+            human += f"\ncontested with {other} (both marked contested: true)"
+        if added.redacted:
+            human += f"\nredacted: {', '.join(added.redacted)} masked"
+    out.emit(data, human)
 
 
 @cli.command()
@@ -209,19 +241,20 @@ def add(text, namespace, tags, source, created, tier, out, vault_path):
 @click.option("-n", "--namespace", help="Where the skill belongs (required).")
 @click.option("-t", "--tags", multiple=True, help="Tags, comma-separated or repeated.")
 @click.option("-s", "--source", default="", help="Where it came from.")
+@click.option("--redact", is_flag=True, help="Mask secrets and personal data instead of refusing the text.")
 @common
-def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, out, vault_path):
+def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, redact, out, vault_path):
     """Remember a skill: a procedure with trigger, steps, outcome and lessons.
 
     Example: vaultmem learn "Release the CLI" --trigger "a tag is pushed" --steps "1. bump 2. tag" -n work
     """
-    from .clock import now as clock_now
     from .vault import check_namespace
 
     check_namespace(namespace)
     vault = _vault(vault_path)
-    note = vault.learn(title, trigger, steps, outcome, lessons, namespace, tags=_split_tags(tags), source=source)
-    out.emit(_note_json(note, clock_now(), vault.config), f"learned {note.id}  {note.path}")
+    added = vault.learn(title, trigger, steps, outcome, lessons, namespace, tags=_split_tags(tags), source=source,
+                        redact=redact)
+    _emit_added(out, vault, added, "learned")
 
 
 @cli.command()
@@ -230,9 +263,10 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, out,
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
 @click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
+@click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
 @click.option("--explain", is_flag=True, help="Show each signal per result: BM25, cosine, RRF, retrievability, strength.")
 @common
-def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_path):
+def recall(query, top_k, namespace, kind, include_hidden, history, explain, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
 
     Asks the vault's watcher when one runs (fast), else recalls in-process.
@@ -241,7 +275,8 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
     """
     from .entry import ask_watcher
 
-    answer = ask_watcher(vault_path, query, top_k, namespace, kind, include_hidden)
+    scope = True if include_hidden else ("history" if history else False)
+    answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
     else:
@@ -251,7 +286,7 @@ def recall(query, top_k, namespace, kind, include_hidden, explain, out, vault_pa
         from .recall import recall as run_recall
 
         vault = _vault(vault_path)
-        found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=include_hidden)
+        found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = [p for p, _m in vault.catalog().problems]
         model_problem = engine_for(vault).model_problem
@@ -450,13 +485,10 @@ def prompt(max_tokens, namespace, out, vault_path):
     Example: vaultmem prompt --max-tokens 800
     """
     from .clock import now as clock_now
-    from .prompt import prompt_lines, render_prompt
 
     vault = _vault(vault_path)
-    now = clock_now()
-    text, kept = render_prompt(prompt_lines(vault.notes(), now, vault.config, namespace), max_tokens)
-    out.emit({"text": text, "memories": [_note_json(l.note, now, vault.config, {"label": l.label}) for l in kept]},
-             text or "no memories yet")
+    block = vault.prompt(max_tokens, namespace)
+    out.emit(block.to_dict(clock_now(), vault.config), block.text or "no memories yet")
 
 
 @cli.command()
@@ -515,24 +547,30 @@ def restore(note_id, out, vault_path):
 @cli.command()
 @common
 def health(out, vault_path):
-    """Counts by status and tier, what is due, leeches, and problems to fix.
+    """Counts by status and tier, due and overdue, leeches, contested pairs, stale notes,
+    changes not on the ledger, index freshness, the model, and the first thing to fix.
+    Writes nothing (`doctor` is the same command).
 
     Example: vaultmem health --json
     """
     from .clock import now as clock_now
     from .health import health_report
-
     from .recall import RecallEngine
 
     vault = _vault(vault_path)
-    report = health_report(vault.catalog(), clock_now(), vault.config)
-    report["recall"] = RecallEngine(vault).status()
+    status = RecallEngine(vault).status()
+    report = health_report(vault.catalog(), clock_now(), vault.config, vault.verify(record=False), status)
+    report["recall"] = status
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),
              "tier: " + ", ".join(f"{k} {v}" for k, v in report["by_tier"].items()),
              f"due: {report['due']} (overdue {report['overdue']})",
-             f"leeches: {len(report['leeches'])}" + (f" ({', '.join(report['leeches'])})" if report["leeches"] else "")]
-    status = report["recall"]
+             f"leeches: {len(report['leeches'])}" + (f" ({', '.join(report['leeches'])})" if report["leeches"] else ""),
+             f"contested pairs: {len(report['contested'])}"
+             + (" (" + "; ".join(" vs ".join(p) for p in report["contested"][:5]) + ")" if report["contested"] else "")]
+    ledger = report["ledger"]
+    lines.append(f"ledger: {len(ledger['breaks'])} breaks, {len(ledger['unrecorded'])} unrecorded changes, "
+                 f"{ledger['untracked']} notes not yet recorded")
     lines.append("model: " + (status["model"] or f"unavailable, recall is lexical only ({status['model_problem']})"))
     stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
     if status["embeddings_stale"]:
@@ -544,7 +582,11 @@ def health(out, vault_path):
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
     else:
         lines.append("problems: none")
+    lines.append(f"fix first: {report['first'] or 'nothing, all is well'}")
     out.emit(dict(report, vault=str(vault.root)), "\n".join(lines))
+
+
+cli.add_command(health, name="doctor")
 
 
 @cli.command()
@@ -562,6 +604,10 @@ def reindex(out, vault_path):
     out.emit(dict(result, problems=[{"path": p, "problem": m} for p, m in problems]),
              f"indexed {result['indexed']} notes, embedded {result['embedded']}"
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
+
+
+from . import cli_trust  # noqa: E402,F401 - registers its commands on `cli`
+from . import cli_agents  # noqa: E402,F401 - registers its commands on `cli`
 
 
 def main(argv=None):

@@ -37,6 +37,19 @@ class Config:
     model: str = "default"
     # Notes larger than this are reported and skipped rather than read.
     max_note_bytes: int = 1_000_000
+    # Promotion gates (tiers.py).
+    l1_sessions: int = 2
+    l2_sessions: int = 3
+    l2_sessions_explicit: int = 2
+    l2_days: int = 2
+    l3_projects: int = 2
+    l3_days_held: float = 30.0
+    # Corrections: look for conflicting memories on add.
+    check_conflicts: bool = True
+    duplicate_similarity: float = 0.92
+    # Redaction of personal data (secrets are always refused or masked).
+    redact_emails: bool = False
+    redact_phones: bool = False
 
 
 # Section layout of config.yaml: section -> {yaml key: Config field}.
@@ -59,6 +72,16 @@ SECTIONS: dict[str, dict[str, str]] = {
     },
     "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
     "recall": {"top_k": "recall_top_k", "model": "model"},
+    "promotion": {
+        "l1_sessions": "l1_sessions",
+        "l2_sessions": "l2_sessions",
+        "l2_sessions_explicit": "l2_sessions_explicit",
+        "l2_days": "l2_days",
+        "l3_projects": "l3_projects",
+        "l3_days_held": "l3_days_held",
+    },
+    "corrections": {"check_conflicts": "check_conflicts", "duplicate_similarity": "duplicate_similarity"},
+    "redaction": {"emails": "redact_emails", "phones": "redact_phones"},
 }
 
 DEFAULT_CONFIG_TEXT = """\
@@ -88,6 +111,22 @@ notes:
 recall:
   top_k: 5         # results `recall` returns by default
   model: default   # embedding model: `default`, or a folder with model.onnx + tokenizer.json
+
+promotion:               # tiers are earned: evidence = added again or graded good
+  l1_sessions: 2         # L0 observed -> L1 remembered after this many distinct sessions
+  l2_sessions: 3         # L1 -> L2 (loaded every session) after this many sessions...
+  l2_sessions_explicit: 2  # ...or this many if the memory was stated explicitly
+  l2_days: 2             # ...over at least this many distinct days
+  l3_projects: 2         # L2 -> L3 (durable) once held in this many projects...
+  l3_days_held: 30       # ...and held at L2 this many days, uncontested
+
+corrections:
+  check_conflicts: true        # on add, look for memories the new one contradicts or repeats
+  duplicate_similarity: 0.92   # cosine at or above which an add counts as the same memory again
+
+redaction:        # secrets (keys, tokens, passwords, card numbers) are always caught
+  emails: false   # also treat email addresses as personal data
+  phones: false   # also treat phone numbers as personal data
 """
 
 
@@ -116,11 +155,22 @@ def load_config(path: Path) -> Config:
 
 
 def _coerce(path: Path, key: str, value, type_name: str):
-    converters = {"float": float, "int": int, "str": str}
+    converters = {"float": float, "int": int, "str": str, "bool": _boolean}
     try:
         return converters[type_name](value)
     except (TypeError, ValueError):
         raise BadInput(f"{path}: {key} should be a {type_name}, got {value!r}") from None
+
+
+def _boolean(value) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(value)
 
 
 def _first_line(exc: Exception) -> str:

@@ -4,6 +4,7 @@ the CLI returns for it and a one-line message that names the problem and the fix
     VaultmemError (exit 2)          anything vaultmem refuses, with a message
     ├── NotFound (exit 1)           an id, note or namespace that does not exist
     ├── BadInput (exit 2)           a bad rating, date, option or argument
+    │   └── SecretFound (exit 2)    the text holds a secret or personal data; nothing was written
     ├── NoteError (exit 2)          a note file that cannot be read (broken YAML, binary, too big)
     ├── ConflictError (exit 3)      a file kept changing under a write; nothing was written
     └── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
@@ -30,6 +31,14 @@ class NotFound(VaultmemError):
 
 class BadInput(VaultmemError):
     exit_code = EXIT_BAD_INPUT
+
+
+class SecretFound(BadInput):
+    """A write refused by the redaction filter; `findings` says what (never the secret)."""
+
+    def __init__(self, message: str, findings=()):
+        self.findings = list(findings)
+        super().__init__(message)
 
 
 class NoteError(VaultmemError):

@@ -10,7 +10,10 @@ from .config import Config
 from .model import STATUSES, TIERS
 
 
-def health_report(catalog: Catalog, now: datetime, config: Config) -> dict:
+def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict | None = None,
+                  recall: dict | None = None) -> dict:
+    """Counts, queues and problems; `ledger` is `Vault.verify(record=False)`, `recall` the engine's status.
+    `first` is the one thing a person should fix first (None when all is well)."""
     notes = catalog.notes
     visible = [n for n in notes if not n.is_hidden]
     problems = [{"path": path, "problem": problem} for path, problem in catalog.problems]
@@ -28,6 +31,26 @@ def health_report(catalog: Catalog, now: datetime, config: Config) -> dict:
                              f"run `vaultmem restore {note.id}` or `vaultmem archive {note.id}`"})
     leeches = sorted(n.id for n in notes if n.lapses >= config.leech_lapses)
     due = [n for n in visible if n.due <= now]
+    by_link = {n.link: n for n in notes}
+    contested = sorted({tuple(sorted((n.id, by_link[link].id))) for n in visible if n.contested
+                        for link in n.contested_with if link in by_link})
+    ledger = ledger or {"breaks": [], "changes": []}
+    unrecorded = [c for c in ledger["changes"] if c["kind"] in ("unrecorded edit", "missing note")]
+    recall = recall or {}
+    first = None
+    if ledger["breaks"]:
+        first = f"the ledger's chain is broken at {ledger['breaks'][0]['where']}: restore .vaultmem/ledger.jsonl from git"
+    elif problems:
+        first = f"{problems[0]['path']}: {problems[0]['problem']}"
+    elif unrecorded:
+        first = (f"{len(unrecorded)} changes made outside vaultmem are not on record (e.g. {unrecorded[0]['where']}); "
+                 "check them, then `vaultmem verify` records them")
+    elif recall.get("model_problem"):
+        first = f"recall is lexical only: {recall['model_problem']}"
+    elif contested:
+        first = f"{len(contested)} contested pairs (e.g. {' vs '.join(contested[0])}): `vaultmem correct` the wrong one"
+    elif leeches:
+        first = f"{len(leeches)} leeches keep being forgotten (e.g. {leeches[0]}): rewrite or `vaultmem correct` them"
     return {
         "notes": len(notes),
         "by_status": {s: sum(1 for n in notes if n.status == s) for s in STATUSES},
@@ -36,5 +59,10 @@ def health_report(catalog: Catalog, now: datetime, config: Config) -> dict:
         "due": len(due),
         "overdue": sum(1 for n in due if now - n.due > timedelta(days=1)),
         "leeches": leeches,
+        "stale": sum(1 for n in notes if n.status == "stale"),
+        "contested": [list(pair) for pair in contested],
+        "ledger": {"breaks": ledger["breaks"], "unrecorded": unrecorded,
+                   "untracked": sum(1 for c in ledger["changes"] if c["kind"] == "untracked note")},
         "problems": problems,
+        "first": first,
     }

@@ -47,6 +47,17 @@ class Note:
     body: str
     # Where the file is, relative to the vault root, with forward slashes.
     path: str = ""
+    # Evidence and trust (optional properties: written only once they say something).
+    explicit: bool = False  # stated as "remember this", not inferred
+    sessions: tuple[str, ...] = ()  # distinct sessions it recurred in (added again, graded good)
+    days: tuple[str, ...] = ()  # distinct calendar days of that evidence, YYYY-MM-DD
+    projects: tuple[str, ...] = ()  # distinct projects it was held in
+    promoted: datetime | None = None  # when it reached its current tier by promotion
+    supersedes: str = ""  # "[[older note]]" this one corrected
+    superseded_by: str = ""  # "[[newer note]]" that corrected this one
+    contested: bool = False  # conflicts with another memory in a way vaultmem did not resolve
+    contested_with: tuple[str, ...] = ()  # "[[other note]]" links
+    redacted: bool = False  # secrets or personal data were masked before writing
     # Property names present in the file (the rest took defaults when read).
     present: frozenset[str] = field(default_factory=frozenset)
 
@@ -73,6 +84,11 @@ class Note:
             trigger = section(self.body, "Trigger")
             return f"{self.title} (when: {trigger})" if trigger else self.title
         return " ".join(self.text.split())
+
+    @property
+    def link(self) -> str:
+        """An Obsidian wiki link to this note (links resolve by file name)."""
+        return f"[[{self.path.rsplit('/', 1)[-1].removesuffix('.md')}]]"
 
     @property
     def is_hidden(self) -> bool:

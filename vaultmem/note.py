@@ -31,6 +31,17 @@ KEY_ORDER = (
     "state", "step", "stability", "difficulty", "due", "last_review", "reps", "lapses",
     "created", "updated", "decayed", "source",
 )
+# Properties written only once they hold something (or when the file has them),
+# so a plain memory stays short. They follow KEY_ORDER, in this order.
+OPTIONAL_KEYS = (
+    "explicit", "sessions", "days", "projects", "promoted",
+    "supersedes", "superseded_by", "contested", "contested_with", "redacted",
+)
+ALL_KEYS = KEY_ORDER + OPTIONAL_KEYS
+_LIST_KEYS = ("tags", "sessions", "days", "projects", "contested_with")
+_BOOL_KEYS = ("explicit", "contested", "redacted")
+_TEXT_KEYS = ("id", "namespace", "source", "supersedes", "superseded_by")
+_DATETIME_KEYS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 
 # libyaml's loader when present: parsing thousands of notes is a hot path.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -106,12 +117,12 @@ def parse(text: str, path: str, defaults: dict) -> Note:
         data = {str(k): v for k, v in loaded.items()}
 
     values = dict(defaults)
-    for key in KEY_ORDER:
+    for key in ALL_KEYS:
         if key in data and data[key] is not None and data[key] != "":
             values[key] = _read_field(path, key, data[key])
         elif key in data and key in ("last_review", "decayed", "step", "stability", "difficulty", "source"):
             values[key] = None if key != "source" else ""
-    present = frozenset(k for k in KEY_ORDER if k in data)
+    present = frozenset(k for k in ALL_KEYS if k in data)
     return Note(body=body, path=path, present=present, **values)
 
 
@@ -121,13 +132,25 @@ def _read_field(path: str, key: str, value):
         return NoteError(path, f"property {key!r} is {value!r}, expected {expected}",
                          f"correct '{key}' in the note's properties")
     try:
-        if key in ("id", "namespace", "source"):
+        if key in _TEXT_KEYS:
             if isinstance(value, (list, dict)):
                 raise bad("text")
             return str(value).strip()
         if key == "tags":
             items = value if isinstance(value, list) else re.split(r"[,\s]+", str(value))
             return tuple(t for t in (str(i).strip().lstrip("#") for i in items if i is not None) if t)
+        if key in _LIST_KEYS:
+            items = value if isinstance(value, list) else [value]
+            return tuple(dict.fromkeys(str(i).strip() for i in items if i is not None and str(i).strip()))
+        if key in _BOOL_KEYS:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in ("true", "yes", "1"):
+                return True
+            if text in ("false", "no", "0"):
+                return False
+            raise bad("true or false")
         if key in ("type", "status", "tier", "state"):
             allowed = {"type": TYPES, "status": STATUSES, "tier": TIERS, "state": CARD_STATES}[key]
             text = str(value).strip()
@@ -143,7 +166,7 @@ def _read_field(path: str, key: str, value):
             if isinstance(value, bool) or float(value) != int(float(value)):
                 raise bad("a whole number")
             return int(float(value))
-        if key in ("due", "last_review", "created", "updated", "decayed"):
+        if key in _DATETIME_KEYS:
             try:
                 return parse_datetime(value, what=key)
             except BadInput:
@@ -156,8 +179,14 @@ def _read_field(path: str, key: str, value):
 # ---------------------------------------------------------------- writing
 
 def field_values(note: Note) -> dict:
-    """The note's properties in KEY_ORDER, as Python values."""
-    return {key: getattr(note, key) for key in KEY_ORDER}
+    """The note's properties to write, in order: all of KEY_ORDER, and the
+    optional ones that hold something or that the file already has."""
+    values = {key: getattr(note, key) for key in KEY_ORDER}
+    for key in OPTIONAL_KEYS:
+        value = getattr(note, key)
+        if key in note.present or value not in (False, (), "", None):
+            values[key] = value
+    return values
 
 
 def render(note: Note, original: str | None = None) -> str:
@@ -202,10 +231,10 @@ def render(note: Note, original: str | None = None) -> str:
                 text += newline
             out.append((key, text))
     present = {k for k, _ in out}
-    for index, key in enumerate(KEY_ORDER):
-        if key in present:
+    for index, key in enumerate(ALL_KEYS):
+        if key in present or key not in wanted:
             continue
-        earlier = [k for k in KEY_ORDER[:index] if k in present]
+        earlier = [k for k in ALL_KEYS[:index] if k in present]
         position = 0
         if earlier:
             position = max(i for i, (k, _) in enumerate(out) if k == earlier[-1]) + 1
@@ -220,7 +249,7 @@ def _ends_with_newline(text: str) -> bool:
 
 def _safe_read(path: str, key: str, value):
     if value is None or value == "":
-        return None if key not in ("tags",) else ()
+        return None if key not in _LIST_KEYS else ()
     try:
         return _comparable(key, _read_field(path, key, value))
     except NoteError:
@@ -229,7 +258,7 @@ def _safe_read(path: str, key: str, value):
 
 def _comparable(key: str, value):
     if value == "" or value == ():
-        return None if key != "tags" else ()
+        return None if key not in _LIST_KEYS else ()
     if isinstance(value, float):
         return round(value, 6)
     return value

@@ -1,14 +1,25 @@
-"""Context injection: the compact block of memories an agent hook puts in front of a session.
+"""Context injection: the block of memories an agent hook puts in front of a session. Pure.
 
-Order: durable tiers first (L3, then L2), then the rest by strength times
-retrievability, so what the agent should hold on to leads and the block can
-be cut anywhere. Each line carries the id, so the agent can grade what it used.
-`max_tokens` is a budget in approximate tokens (4 characters each).
+Three sections, in this order, so the block can be cut anywhere and what
+matters most survives:
+
+1. Core: L3 (durable) then L2 (every session) memories, strongest first.
+2. Learning queue: memories still in learning (new, learning, relearning).
+   They are always shown, since exposure is how they gain strength.
+3. Review queue: graduated memories, ranked by stability x usage x state
+   (usage: reviews so far; state: retrievability now), so the ones that have
+   proved themselves come before the ones drifting out of reach.
+
+Each line carries the id, namespace and a label (new, learning, strong,
+fading, weak; contested overrides, so a disputed memory is never shown as
+plain fact), so the agent can grade what it used. `max_tokens` is a budget
+in approximate tokens (4 characters each).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .config import Config
@@ -18,44 +29,93 @@ from .schedule import label, retrievability
 CHARS_PER_TOKEN = 4
 MAX_LINE_CHARS = 400
 HEADER = "Memories from vaultmem (id, namespace, label). Grade what you use: vaultmem grade ID good|again"
+SECTIONS = {
+    "core": "## Core (always applies)",
+    "learning": "## Learning (new; confirm or correct)",
+    "review": "## Review (known; stronger first)",
+}
 
 
 @dataclass(frozen=True)
 class PromptLine:
     note: Note
     label: str
+    section: str
     text: str
 
 
+@dataclass(frozen=True)
+class PromptBlock:
+    """The rendered block and the memories in it."""
+
+    text: str
+    lines: list[PromptLine] = field(default_factory=list)
+    left_out: int = 0  # memories that did not fit the budget
+
+    def to_dict(self, now: datetime, config: Config) -> dict:
+        from .present import note_dict
+
+        return {"text": self.text, "left_out": self.left_out,
+                "memories": [note_dict(l.note, now, config, {"label": l.label, "section": l.section})
+                             for l in self.lines]}
+
+
+def prompt_label(note: Note, now: datetime, config: Config) -> str:
+    return "contested" if note.contested else label(note, now, config)
+
+
+def section_of(note: Note) -> str:
+    if note.tier in ("L3", "L2"):
+        return "core"
+    if note.state in ("learning", "relearning") or note.reps == 0:
+        return "learning"
+    return "review"
+
+
 def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: str | None = None) -> list[PromptLine]:
-    """Visible notes in prompt order, each rendered as one line."""
+    """Visible notes of `namespace` in prompt order, each rendered as one line."""
     def rank(note: Note):
         r = retrievability(note, now, config)
-        tier_order = {"L3": 0, "L2": 1}.get(note.tier, 2)
-        return (tier_order, -(note.strength * (1.0 if r is None else r)), note.created)
+        r = 1.0 if r is None else r
+        section = section_of(note)
+        if section == "core":
+            key = ({"L3": 0, "L2": 1}[note.tier], -note.strength * r)
+        elif section == "learning":
+            key = (0, note.due.timestamp())  # most due first
+        else:
+            key = (0, -((note.stability or 0.0) * math.log2(2 + note.reps) * r))
+        return (list(SECTIONS).index(section), *key, note.created)
 
     chosen = [n for n in notes if not n.is_hidden and (not namespace or n.namespace == namespace
                                                        or n.namespace.startswith(namespace + "/"))]
     lines = []
     for note in sorted(chosen, key=rank):
-        word = label(note, now, config)
+        word = prompt_label(note, now, config)
         text = note.summary
         if len(text) > MAX_LINE_CHARS:
             text = text[: MAX_LINE_CHARS - 1] + "…"
-        lines.append(PromptLine(note, word, f"- [{note.id}] ({note.namespace}, {note.tier}, {word}) {text}"))
+        lines.append(PromptLine(note, word, section_of(note), f"- [{note.id}] ({note.namespace}, {word}) {text}"))
     return lines
 
 
-def render_prompt(lines: list[PromptLine], max_tokens: int) -> tuple[str, list[PromptLine]]:
-    """The block within `max_tokens`; returns (text, lines that fit)."""
+def render_prompt(lines: list[PromptLine], max_tokens: int) -> PromptBlock:
+    """The block within `max_tokens` (section headings included in the count)."""
     budget = max_tokens * CHARS_PER_TOKEN
+    out = [HEADER]
     used = len(HEADER) + 1
-    kept = []
+    kept: list[PromptLine] = []
+    current = None
     for line in lines:
-        if used + len(line.text) + 1 > budget:
+        heading = SECTIONS[line.section] if line.section != current else None
+        cost = len(line.text) + 1 + (len(heading) + 1 if heading else 0)
+        if used + cost > budget:
             break
+        if heading:
+            out.append(heading)
+            current = line.section
+        out.append(line.text)
         kept.append(line)
-        used += len(line.text) + 1
+        used += cost
     if not kept:
-        return "", []
-    return HEADER + "\n" + "\n".join(l.text for l in kept) + "\n", kept
+        return PromptBlock("", [], len(lines))
+    return PromptBlock("\n".join(out) + "\n", kept, len(lines) - len(kept))

@@ -207,17 +207,41 @@ class RecallEngine:
     # ------------------------------------------------------------ search
 
     def recall(self, query: str, top_k: int | None = None, namespace: str | None = None,
-               kind: str | None = None, include_hidden: bool = False, sync: bool = True, now=None) -> list[Hit]:
+               kind: str | None = None, include_hidden: bool | str = False, sync: bool = True, now=None) -> list[Hit]:
         """The `top_k` notes that best answer `query`.
 
-        `sync=False` skips the freshness scan: for a caller that keeps the
-        engine current itself (the watcher).
+        `include_hidden`: True for every status, "history" to add superseded
+        notes (what was believed before). `sync=False` skips the freshness
+        scan: for a caller that keeps the engine current itself (the watcher).
         """
         with self._lock:
             if sync or not self._synced_at:
                 self.sync()
             return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
+
+    def similar(self, text: str, namespace: str, kind: str | None = None, limit: int = 8) -> list[tuple[Note, float]]:
+        """Visible notes of exactly `namespace` closest to `text`: lexical and semantic
+        candidates, each with its cosine to `text` (0 without the model). For `add`."""
+        with self._lock:
+            self.sync()
+            lexical = self.bm25.search(text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)
+            paths = [self._by_id[i].path for i, _s, _c in lexical if i in self._by_id]
+            cosines: dict[str, float] = {}
+            if self.vectors is not None:
+                vector = self.embedder.embed([text], kind="passage")[0]
+                mask = self._mask(namespace, kind, False)
+                cosines = dict(self.vectors.search(vector, limit=limit, mask=mask))
+                for path in paths:
+                    if path not in cosines and (row := self.vectors.vector_of(path)) is not None:
+                        cosines[path] = float(row @ vector)
+            found = []
+            for path in dict.fromkeys([*paths, *cosines]):
+                note = self._notes_by_path.get(path)
+                if note is not None and note.namespace == namespace and not note.is_hidden:
+                    found.append((note, cosines.get(path, 0.0)))
+            found.sort(key=lambda item: -item[1])
+            return found
 
     def _mask(self, namespace, kind, include_hidden):
         """Which rows of the vector store a query may return, cached until the notes change."""
@@ -232,7 +256,7 @@ class RecallEngine:
         return self._masks[key]
 
     def _allowed(self, note: Note, namespace, kind, include_hidden) -> bool:
-        if not include_hidden and note.is_hidden:
+        if note.is_hidden and not (include_hidden is True or (include_hidden == "history" and note.status == "superseded")):
             return False
         if kind and note.type != kind:
             return False
@@ -243,7 +267,7 @@ class RecallEngine:
         return True
 
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
-        statuses = None if include_hidden else VISIBLE_STATUSES
+        statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
         lexical = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
         lexical_paths = []

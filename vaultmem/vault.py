@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from . import clock
 from .catalog import Catalog, refresh
@@ -31,10 +31,41 @@ from .schedule import grade as schedule_grade
 from .schedule import parse_rating
 from .template import init_vault
 
+if TYPE_CHECKING:
+    from .prompt import PromptBlock
+    from .recall import Hit
+
 ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+
+
+@dataclass(frozen=True)
+class Related:
+    """An existing memory on the same subject as a text about to be added."""
+
+    note: Note
+    relation: str  # duplicate | conflict | unclear | compatible
+    reason: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Added:
+    """What an add did: wrote `note`, or counted it as a recurrence of an existing one.
+
+    `superseded`: ids of older memories the new one contradicted (now
+    `status: superseded`); `contested`: ids it conflicts with unclearly (both
+    marked `contested: true`); `reason` says why, in one line.
+    """
+
+    note: Note
+    action: str  # "added" | "recurrence"
+    superseded: tuple[str, ...] = ()
+    contested: tuple[str, ...] = ()
+    reason: str = ""
+    redacted: tuple[str, ...] = ()  # kinds of secrets masked
 
 
 # ---------------------------------------------------------------- the vault
@@ -52,6 +83,7 @@ class Vault:
         self._last_catalog: Catalog | None = None
         self._write_lock = None
         self._seen_generation = -1
+        self._ledger = None
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, create: bool = False) -> "Vault":
@@ -81,6 +113,30 @@ class Vault:
     @property
     def cache_dir(self) -> Path:
         return self.state_dir / "cache"
+
+    @property
+    def ledger(self):
+        """The hash chain of every change (`.vaultmem/ledger.jsonl`, committed with the vault)."""
+        if self._ledger is None:
+            from .ledger import Ledger
+
+            self._ledger = Ledger(self.state_dir / "ledger.jsonl", self.cache_dir / "ledger.pickle")
+        return self._ledger
+
+    def _record(self, op: str, note: Note, text: str | None, detail: dict | None = None) -> None:
+        """Append one act to the ledger (caller holds the write lock)."""
+        self.ledger.append(op, note.id, note.path, text, clock.format_datetime(clock.now()), detail)
+
+    def _record_unseen_edit(self, note: Note, text: str, noticed_by: str) -> None:
+        """Before vaultmem rewrites a note, record a change made by hand since its last record."""
+        from .ledger import content_hash
+
+        last = self.ledger.last(note.id)
+        if last is None or last.get("content") != content_hash(text):
+            detail = {"noticed_by": noticed_by}
+            if last is None:
+                detail["first_seen"] = True
+            self._record("external-edit", note, text, detail)
 
     def _lock(self):
         """The vault-wide write lock (one per Vault object: it is re-entrant)."""
@@ -177,12 +233,14 @@ class Vault:
 
     # ------------------------------------------------------------ writing
 
-    def _update(self, note_id: str, change: Callable[[Note], dict]) -> tuple[Note, Note]:
+    def _update(self, note_id: str, change: Callable[[Note], dict], op: str = "edit",
+                detail: dict | None = None) -> tuple[Note, Note]:
         """Apply `change(note) -> property changes` to the file as it is now.
 
         Holds the write lock; re-reads the file, and if it changes between the
         read and the rename (a person saving), re-applies on top of the new text.
-        Returns (before, after).
+        A hand edit since the ledger's last record is recorded first, then
+        this change as `op`. Returns (before, after).
         """
         with self._lock():
             self._catalog = None
@@ -197,7 +255,9 @@ class Vault:
                     self._catalog = None
                     continue
                 if new_text != text:
+                    self._record_unseen_edit(before, text, op)
                     atomic_write(path, new_text)
+                    self._record(op, after, new_text, detail)
                 self._catalog = None
                 return before, after
         raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; nothing was written, try again")
@@ -212,8 +272,27 @@ class Vault:
         tier: str | None = None,
         kind: str = "memory",
         title: str | None = None,
-    ) -> Note:
-        """Write a new memory (or skill) note and return it."""
+        *,
+        session: str | None = None,
+        project: str | None = None,
+        explicit: bool = False,
+        redact: bool = False,
+        supersede: bool = True,
+        merge: bool = True,
+    ) -> Added:
+        """Write a new memory (or skill), after three checks.
+
+        - Secrets and personal data (redact.py): refused with SecretFound, or
+          masked with `redact=True` (the note is marked `redacted: true`).
+        - The same memory again (`merge`): counted as a recurrence of the
+          existing note (evidence for promotion) instead of a copy.
+        - A contradiction (`supersede`): a clear conflict with an older memory
+          of the namespace supersedes it; an unclear one marks both contested.
+        `session` and `project` say where this happened (provenance.py).
+        """
+        from .provenance import current_project, current_session
+        from .tiers import with_evidence
+
         namespace = check_namespace(namespace)
         body_text = (text or "").strip()
         if not body_text:
@@ -223,13 +302,26 @@ class Vault:
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
+        body_text, redacted = self._screen(body_text, redact)
+        title = self._screen(title, True)[0] if title and redacted else title
         now = clock.now()
         created = created or now
+        session, project = current_session(session), current_project(project)
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
+        related = self.related(body_text, namespace, kind) if (merge or supersede) and self.config.check_conflicts else []
         with self._lock():
             # Adds by other processes bump the generation: only then re-read the vault.
             generation = self._read_generation()
             catalog = self.catalog(fresh=generation != self._seen_generation)
+            if merge:
+                duplicate = next((r for r in related if r.relation == "duplicate"), None)
+                if duplicate is not None and self._find(duplicate.note.id):
+                    evidence = with_evidence(duplicate.note, session, project, now, explicit)
+                    _before, after = self._update(
+                        duplicate.note.id, lambda n: {**with_evidence(n, session, project, now, explicit),
+                                                      "updated": now} if evidence else {},
+                        op="recur", detail={"session": session, "project": project})
+                    return Added(after, "recurrence", reason=duplicate.reason)
             note_id = _new_id({n.id for n in catalog.notes})
             folder = "skills" if kind == "skill" else "memories"
             taken = {Path(p).stem for p in catalog.entries}
@@ -246,15 +338,83 @@ class Vault:
                 strength=self.config.strength_initial, state="learning", step=0, stability=None,
                 difficulty=None, due=created, last_review=None, reps=0, lapses=0, created=created,
                 updated=now, decayed=None, source=source or "",
-                body=body_text + "\n", path=rel,
+                body=body_text + "\n", path=rel, redacted=bool(redacted),
             )
-            atomic_write(self.root / rel, render(note))
+            note = replace(note, **with_evidence(note, session, project, now, explicit))
+            superseded, contested, reasons = [], [], []
+            if supersede:
+                for item in related:
+                    if item.relation == "conflict" and not superseded:
+                        superseded.append(item)
+                    elif item.relation in ("conflict", "unclear"):
+                        contested.append(item)
+                if superseded:
+                    note = replace(note, supersedes=superseded[0].note.link)
+                if contested:
+                    note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
+            text_out = render(note)
+            atomic_write(self.root / rel, text_out)
+            self._record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
             self._note_written(rel)
             self._seen_generation = generation + 1
             (self.state_dir / "add.generation").write_text(str(self._seen_generation))
-        return note
+            for item in superseded:
+                self._supersede(item.note.id, note, item.reason)
+                reasons.append(f"supersedes {item.note.id}: {item.reason}")
+            for item in contested:
+                self._contest(item.note.id, note, item.reason)
+                reasons.append(f"contested with {item.note.id}: {item.reason}")
+        return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
+                     "; ".join(reasons), tuple(redacted))
 
-    def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str, **kwargs) -> Note:
+    def _screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
+        """Pass text through the redaction filter: refuse, or mask when `redact`."""
+        from .errors import SecretFound
+        from .redact import Policy, describe, mask, scan
+
+        findings = scan(text, Policy(emails=self.config.redact_emails, phones=self.config.redact_phones))
+        if not findings:
+            return text, []
+        if not redact:
+            raise SecretFound(f"the text holds {describe(findings)}; nothing was written. Remove it, "
+                              "or pass --redact to store the text with it masked", findings)
+        return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
+
+    def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8) -> list:
+        """Memories of `namespace` on the same subject as `text`, each with its relation
+        (duplicate, conflict, unclear, compatible; conflicts.py), closest first."""
+        from .conflicts import classify
+        from .recall import engine_for
+
+        out = []
+        for note, cosine in engine_for(self).similar(text, namespace, kind, limit):
+            verdict = classify(text, note.text, cosine)
+            out.append(Related(note, verdict.relation, verdict.reason, cosine))
+        # A near-identical text is the same memory whatever the rules say.
+        out = [replace(r, relation="duplicate", reason=f"same memory (cosine {r.similarity:.2f})")
+               if r.similarity >= self.config.duplicate_similarity and r.relation in ("unclear", "compatible")
+               else r for r in out]
+        return [r for r in out if r.relation != "compatible"]
+
+    def _supersede(self, old_id: str, newer: Note, reason: str) -> Note:
+        """Mark `old_id` superseded by `newer` (both links show in Obsidian's graph)."""
+        now = clock.now()
+        _before, after = self._update(old_id, lambda n: {"status": "superseded", "superseded_by": newer.link,
+                                                         "updated": now},
+                                      op="supersede", detail={"by": newer.id, "reason": reason})
+        return after
+
+    def _contest(self, other_id: str, newer: Note, reason: str) -> Note:
+        now = clock.now()
+
+        def change(n: Note) -> dict:
+            links = n.contested_with if newer.link in n.contested_with else (*n.contested_with, newer.link)
+            return {"contested": True, "contested_with": links, "updated": now}
+
+        _before, after = self._update(other_id, change, op="contest", detail={"with": newer.id, "reason": reason})
+        return after
+
+    def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str, **kwargs) -> Added:
         """Write a skill: a procedure with its trigger, steps, outcome and lessons."""
         if not (title or "").strip():
             raise BadInput("a skill needs a title, e.g. vaultmem learn \"Deploy the API\" --trigger ... -n work")
@@ -263,21 +423,29 @@ class Vault:
         body = skill_body(title, trigger, steps, outcome, lessons)
         return self.add(body, namespace, kind="skill", title=title, **kwargs)
 
-    def grade(self, note_id: str, rating: str, comment: str | None = None) -> Note:
-        """Record a review: FSRS update, strength, leech check, and a review-log line."""
+    def grade(self, note_id: str, rating: str, comment: str | None = None, *,
+              session: str | None = None, project: str | None = None) -> Note:
+        """Record a review: FSRS update, strength, leech check, a review-log line, and
+        for good/easy one more act of evidence for promotion (tiers.py)."""
+        from .provenance import current_project, current_session
+        from .tiers import with_evidence
+
         rating = parse_rating(rating)
         now = clock.now()
         records: list[dict] = []
+        session, project = current_session(session), current_project(project)
 
         def change(note: Note) -> dict:
             if note.status == "archived":
                 raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
             changes, record = schedule_grade(note, rating, now, self.config)
             records[:] = [record]
+            if rating in ("good", "easy"):
+                changes.update(with_evidence(note, session, project, now))
             return changes
 
         with self._lock():
-            _before, after = self._update(note_id, change)
+            _before, after = self._update(note_id, change, op="grade", detail={"rating": rating})
             record = dict(records[0], comment=comment or None, path=after.path, status=after.status)
             append_jsonl(self.reviews_log, record)
         return after
@@ -310,7 +478,10 @@ class Vault:
         target = self.root / target_rel
         if target.exists():
             raise ConflictError(f"{target_rel} already exists; move it aside, then archive {note.id} again")
-        rewrite_and_move(source, render(after, text), target)
+        new_text = render(after, text)
+        self._record_unseen_edit(current, text, "archive")
+        rewrite_and_move(source, new_text, target)
+        self._record("archive", replace(after, path=target_rel), new_text, {"reason": reason})
         append_jsonl(self.archive_log, {
             "op": "archive", "id": note.id, "from": note.path, "to": target_rel, "reason": reason,
             "time": clock.format_datetime(clock.now()), "text": text,
@@ -337,13 +508,17 @@ class Vault:
                 text = read_text(source, self.config.max_note_bytes)
                 current = parse(text, note.path, self._defaults(note.path, source))
                 after = replace(current, status="active", updated=now, decayed=now)
-                rewrite_and_move(source, render(after, text), target)
+                new_text = render(after, text)
+                self._record_unseen_edit(current, text, "restore")
+                rewrite_and_move(source, new_text, target)
+                self._record("restore", replace(after, path=target_rel), new_text)
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                                 "time": clock.format_datetime(now)})
                 self._catalog = None
                 return replace(after, path=target_rel)
             if note.status in ("suspended", "archived", "stale"):
-                _before, after = self._update(note.id, lambda n: {"status": "active", "updated": now, "decayed": now})
+                _before, after = self._update(note.id, lambda n: {"status": "active", "updated": now, "decayed": now},
+                                              op="restore")
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": note.path,
                                                 "time": clock.format_datetime(now), "status_before": note.status})
                 return after
@@ -363,11 +538,237 @@ class Vault:
                     if step.archive:
                         self._move_to_archive(step.note, step.changes, "decay")
                     else:
-                        self._update(step.note.id, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days))
+                        self._update(step.note.id, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
+                                     op="decay")
                     done.append(step)
                 except (NoteError, ConflictError):
                     continue  # reported by health; the rest of the vault still decays
             return done
+
+    # ------------------------------------------------------------ reading for agents
+
+    def recall(self, query: str, k: int | None = None, namespace: str | None = None, kind: str | None = None,
+               include_hidden: bool = False, history: bool = False) -> list[Hit]:
+        """The `k` notes that best answer `query` (recall.py); `history` adds superseded ones."""
+        from .recall import engine_for
+
+        scope = True if include_hidden else ("history" if history else False)
+        return engine_for(self).recall(query, k, namespace, kind, scope)
+
+    def review(self, limit: int = 20) -> list[Note]:
+        """Notes due for confirmation, most at risk first."""
+        from .lifecycle import due_for_review
+
+        return [n for n, _r in due_for_review(self.notes(), clock.now(), self.config)[:limit]]
+
+    def prompt(self, max_tokens: int = 1500, namespace: str | None = None) -> PromptBlock:
+        """The context block for an agent's session start (prompt.py)."""
+        from .prompt import prompt_lines, render_prompt
+
+        return render_prompt(prompt_lines(self.notes(), clock.now(), self.config, namespace), max_tokens)
+
+    # ------------------------------------------------------------ corrections
+
+    def correct(self, note_id: str, text: str, reason: str | None = None, *,
+                session: str | None = None, project: str | None = None) -> Added:
+        """Replace a wrong memory: grade it `again`, add the right one, supersede the wrong one.
+
+        The new note says what it corrects (`supersedes`, and a Correction
+        section with the old text and the reason); the old one links forward.
+        """
+        with self._lock():
+            wrong = self.get(note_id)
+            if wrong.status == "superseded":
+                raise BadInput(f"{wrong.id} is already superseded by {wrong.superseded_by}; correct that one instead")
+            why = (reason or "").strip()
+            if wrong.status != "archived":
+                self.grade(wrong.id, "again", comment=f"corrected: {why}" if why else "corrected",
+                           session=session, project=project)
+            old = " ".join(wrong.text.split())
+            body = (text or "").strip()
+            if not body:
+                raise BadInput("give the right content, e.g. vaultmem correct ID \"Staging runs Postgres 16\"")
+            correction = f"\n\n## Correction\nReplaces {wrong.link}, which said: {old}" + (f"\nWhy: {why}" if why else "")
+            added = self.add(body + correction, wrong.namespace, tags=wrong.tags, source=wrong.source,
+                             tier=wrong.tier, kind=wrong.type, session=session, project=project,
+                             supersede=False, merge=False)
+            self._update(added.note.id, lambda n: {"supersedes": wrong.link}, op="edit",
+                         detail={"corrects": wrong.id})
+            self._supersede(wrong.id, added.note, why or "corrected")
+            return replace(added, note=self.get(added.note.id), superseded=(wrong.id,),
+                           reason=f"corrects {wrong.id}" + (f": {why}" if why else ""))
+
+    def why(self, ref: str) -> dict:
+        """Where a memory came from: its source, the evidence that promoted it,
+        its supersede/contest links, and every recorded change and grade.
+        `ref` is an id, or a claim (the best-matching memory, superseded ones included)."""
+        from .trust import explain
+
+        matches = self._find(ref)
+        if matches:
+            note = self.get(ref)
+        else:
+            hits = self.recall(ref, k=1, history=True)
+            if not hits:
+                raise NotFound(f"no memory with id {ref!r} and none matching it; `vaultmem recall` to look")
+            note = hits[0].note
+        return explain(note, self.ledger.history(note.id), _read_jsonl(self.reviews_log, note.id),
+                       {n.link: n for n in self.catalog().notes})
+
+    # ------------------------------------------------------------ tiers
+
+    @property
+    def staged_promotions(self) -> Path:
+        return self.state_dir / "staged" / "promotions.json"
+
+    def promote(self, adopt: bool = False) -> list[dict]:
+        """Plan promotions (tiers.py) and stage them for a person to review, or
+        with `adopt` apply the staged ones whose evidence still holds."""
+        import json
+
+        from .tiers import next_tier, plan_promotions
+
+        now = clock.now()
+        with self._lock():
+            if not adopt:
+                proposals = [p.as_dict() for p in plan_promotions(self.notes(), now, self.config)]
+                atomic_write(self.staged_promotions, json.dumps({"staged": clock.format_datetime(now),
+                                                                 "proposals": proposals}, indent=2) + "\n")
+                return proposals
+            try:
+                staged = json.loads(self.staged_promotions.read_text(encoding="utf-8")).get("proposals", [])
+            except FileNotFoundError:
+                raise NotFound("nothing is staged; run `vaultmem promote` first to see and stage proposals") from None
+            except ValueError:
+                raise BadInput(f"{self.staged_promotions} is not valid JSON; run `vaultmem promote` again") from None
+            done = []
+            for item in staged:
+                try:
+                    note = self.get(item["id"])
+                except (NotFound, NoteError, BadInput):
+                    continue
+                earned = next_tier(note, now, self.config)
+                if note.tier != item.get("from") or earned is None:
+                    continue  # changed since staging: the next `promote` re-plans it
+                target = item["to"] if TIERS.index(item["to"]) <= TIERS.index(earned[0]) else earned[0]
+                self._update(note.id, lambda n, t=target: {"tier": t, "promoted": now, "updated": now},
+                             op="promote", detail={"from": note.tier, "to": target, "reason": item.get("reason", "")})
+                done.append({**item, "to": target})
+            self.staged_promotions.unlink(missing_ok=True)
+            return done
+
+    def set_tier(self, note_id: str, tier: str, reason: str = "set by hand") -> Note:
+        """Promote or demote one memory explicitly (a person's call, not evidence)."""
+        tier = tier.upper()
+        if tier not in TIERS:
+            raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
+        now = clock.now()
+        _before, after = self._update(note_id, lambda n: {"tier": tier, "promoted": now, "updated": now}
+                                      if n.tier != tier else {}, op="promote", detail={"to": tier, "reason": reason})
+        return after
+
+    # ------------------------------------------------------------ tamper evidence
+
+    def verify(self, record: bool = True) -> dict:
+        """Walk the ledger's chain and compare every note with its last record.
+
+        With `record`, changes made by hand (unrecorded edits, notes never
+        recorded) are appended as `external-edit`, and notes gone as
+        `external-delete`: they are legitimate, and now on the record.
+        Breaks of the chain are only ever reported.
+        """
+        from .ledger import check_chain, check_notes, content_hash
+
+        with self._lock():
+            self._catalog = None
+            catalog = self.catalog()
+            files: dict[str, tuple[str, str]] = {}
+            texts: dict[str, tuple[Note, str]] = {}
+            for note in catalog.notes:
+                try:
+                    text = read_text(self.root / note.path, self.config.max_note_bytes)
+                except NoteError:
+                    continue
+                files[note.id] = (note.path, content_hash(text))
+                texts[note.id] = (note, text)
+            breaks = check_chain(self.ledger.records())
+            changes = check_notes(self.ledger.state().last, files)
+            recorded = []
+            if record:
+                for problem in changes:
+                    note_id = problem.detail.split(" ", 1)[0]
+                    if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
+                        note, text = texts[note_id]
+                        self._record("external-edit", note, text, {"noticed_by": "verify",
+                                                                   "first_seen": problem.kind == "untracked note"})
+                        recorded.append(problem)
+                    elif problem.kind == "missing note":
+                        last = self.ledger.last(note_id) or {}
+                        self.ledger.append("external-delete", note_id, last.get("path", ""), None,
+                                           clock.format_datetime(clock.now()), {"noticed_by": "verify"})
+                        recorded.append(problem)
+            return {"breaks": [p.as_dict() for p in breaks], "changes": [p.as_dict() for p in changes],
+                    "recorded": len(recorded), "notes": len(files)}
+
+    def record_external_edits(self, paths: Iterable[str]) -> int:
+        """Record hand edits of `paths` (the watcher's events) in the ledger; returns how many."""
+        from .ledger import content_hash
+
+        count = 0
+        with self._lock():
+            for rel in paths:
+                path = self.root / rel
+                if not path.exists():
+                    count += self._record_deletion(rel)
+                    continue
+                try:
+                    text = read_text(path, self.config.max_note_bytes)
+                    note = parse(text, rel, self._defaults(rel, path))
+                except NoteError:
+                    continue
+                last = self.ledger.last(note.id)
+                if last is None or last.get("content") != content_hash(text):
+                    self._record("external-edit", note, text, {"noticed_by": "watcher", "first_seen": last is None})
+                    count += 1
+        return count
+
+    def _record_deletion(self, rel: str) -> int:
+        """A note file gone by hand: record it, unless its note lives on elsewhere (moved, archived)."""
+        state = self.ledger.state()
+        gone = [i for i, r in state.last.items() if r.get("path") == rel and r.get("content") is not None]
+        living = {n.id for n in self.catalog(fresh=True).notes}
+        for note_id in gone:
+            if note_id not in living:
+                self.ledger.append("external-delete", note_id, rel, None, clock.format_datetime(clock.now()),
+                                   {"noticed_by": "watcher"})
+        return sum(1 for i in gone if i not in living)
+
+    # ------------------------------------------------------------ moving in
+
+    def import_file(self, rel: str, text: str, source: str = "") -> Note:
+        """Write a whole note file as given (a vaultmem export), byte for byte.
+
+        Refuses a path outside the note folders and an existing file with
+        different text; an identical existing file is left as it is.
+        """
+        from .catalog import is_note_path
+
+        rel = rel.replace("\\", "/").lstrip("/")
+        if ".." in rel.split("/") or not is_note_path(rel):
+            raise BadInput(f"{rel!r} is not a note path inside the vault (memories/, skills/ or archive/, *.md)")
+        path = self.root / rel
+        with self._lock():
+            if path.exists():
+                if read_text(path, self.config.max_note_bytes) == text:
+                    return self.read_note(rel)
+                raise ConflictError(f"{rel} exists with different text; move it aside or import into an empty vault")
+            note = parse(text, rel, self._defaults(rel, path))
+            if self._find(note.id):
+                raise ConflictError(f"id {note.id} is already used by {self._find(note.id)[0].path}; not imported")
+            atomic_write(path, text)
+            self._record("import", note, text, {"source": source} if source else None)
+            self._catalog = None
+            return self.read_note(rel)
 
 
 def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, stale_after_days) -> dict:
@@ -376,6 +777,25 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _read_jsonl(path: Path, note_id: str) -> list[dict]:
+    """The lines of a log that concern one note."""
+    import json
+
+    found = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for raw in handle:
+                try:
+                    record = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get("id") == note_id:
+                    found.append(record)
+    except FileNotFoundError:
+        pass
+    return found
 
 
 def check_namespace(namespace: str | None) -> str:

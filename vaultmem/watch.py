@@ -97,7 +97,7 @@ def request_handler(engine):
             return {"ok": False, "error": f"unknown op {op!r}"}
         now = clock.parse_datetime(request["now"]) if request.get("now") else clock.now()
         hits = engine.recall(request.get("query", ""), request.get("top_k"), request.get("namespace"),
-                             request.get("kind"), bool(request.get("include_hidden")), sync=False, now=now)
+                             request.get("kind"), _scope(request.get("include_hidden")), sync=False, now=now)
         problems = engine.vault.catalog().problems
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
                 "problems": [p for p, _m in problems], "model_problem": engine.model_problem}
@@ -133,6 +133,8 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             if batch is not None:
                 paths, rescan = batch
                 result = engine.sync() if rescan else engine.apply(paths)
+                if not rescan:
+                    result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
                 if on_update:
                     on_update("rescan" if rescan else "update", result)
             elif now - last_scan > RESCAN_EVERY:
@@ -145,3 +147,18 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         observer.stop()
         observer.join(timeout=5)
         engine.save()
+
+
+def _record_hand_edits(vault, paths) -> int:
+    """Put edits a person made on the ledger as external edits (never fatal to the watcher)."""
+    try:
+        return vault.record_external_edits(paths)
+    except Exception as exc:  # noqa: BLE001 - the watcher keeps serving recall; `verify` catches up
+        print(f"vaultmem watch: could not record hand edits: {exc}", flush=True)
+        return 0
+
+
+def _scope(value):
+    """Which hidden notes a recall request may see: True (all), "history" (superseded) or none."""
+    return value if value in (True, "history") else False
+

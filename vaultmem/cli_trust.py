@@ -1,0 +1,140 @@
+"""Trust commands: conflicts, correct, promote, why, verify. Options -> one Vault call -> output."""
+
+from __future__ import annotations
+
+import click
+
+from .cli import _emit_added, _note_json, _short, _table, _vault, cli, common
+
+EXIT_VERIFY_FAILED = 4
+
+
+@cli.command()
+@click.argument("text")
+@click.option("-n", "--namespace", help="The namespace the memory would go to (required).")
+@common
+def conflicts(text, namespace, out, vault_path):
+    """Show what adding TEXT would do to existing memories, without writing anything.
+
+    Example: vaultmem conflicts "Staging runs Postgres 16" -n work
+    """
+    from .vault import check_namespace
+
+    namespace = check_namespace(namespace)
+    vault = _vault(vault_path)
+    related = vault.related(text, namespace)
+    effect = {"duplicate": "recurrence (no new note)", "conflict": "would supersede", "unclear": "would contest"}
+    if not vault.config.check_conflicts:
+        related = []
+    first_conflict = next((r for r in related if r.relation == "conflict"), None)
+    rows, data = [], []
+    for item in related:
+        action = effect[item.relation]
+        if item.relation == "conflict" and item is not first_conflict:
+            action = "would contest"  # one memory is superseded per add; the other conflicts are flagged
+        data.append({"id": item.note.id, "relation": item.relation, "action": action, "reason": item.reason,
+                     "similarity": round(item.similarity, 4), "text": item.note.summary, "path": item.note.path})
+        rows.append([item.note.id, item.relation, action, f"{item.similarity:.2f}", _short(item.reason, 40),
+                     _short(item.note.summary, 50)])
+    out.emit(data, _table(rows, ["ID", "RELATION", "ADD WOULD", "COSINE", "WHY", "TEXT"])
+             or "no conflicts: adding it would write a new memory")
+
+
+@cli.command()
+@click.argument("note_id")
+@click.argument("text")
+@click.option("-r", "--reason", help="Why the old memory was wrong (kept in the new note and the review log).")
+@click.option("--session", help="The agent session this comes from (default: $VAULTMEM_SESSION).")
+@common
+def correct(note_id, text, reason, session, out, vault_path):
+    """Replace a wrong memory with the right content.
+
+    The wrong one is graded `again` and superseded by a new note that says
+    what was wrong, what is right and why.
+
+    Example: vaultmem correct k3x9a2bq "Staging runs Postgres 16" --reason "upgraded in May"
+    """
+    vault = _vault(vault_path)
+    added = vault.correct(note_id, text, reason, session=session)
+    _emit_added(out, vault, added, "corrected with")
+
+
+@cli.command()
+@click.argument("note_id", required=False)
+@click.option("--adopt", is_flag=True, help="Apply the staged proposals whose evidence still holds.")
+@click.option("--tier", help="With NOTE_ID: set its tier by hand (L0..L3), evidence or not.")
+@common
+def promote(note_id, adopt, tier, out, vault_path):
+    """Propose promotions earned by evidence (a dry run that stages them), or adopt them.
+
+    `vaultmem promote` lists and stages proposals in .vaultmem/staged/promotions.json
+    (delete an entry there to veto it); `vaultmem promote --adopt` applies them.
+
+    Example: vaultmem promote && vaultmem promote --adopt
+    """
+    from .errors import BadInput
+
+    vault = _vault(vault_path)
+    if note_id:
+        if not tier:
+            raise BadInput("give the tier to set: vaultmem promote ID --tier L2")
+        from .clock import now as clock_now
+
+        note = vault.set_tier(note_id, tier)
+        out.emit(_note_json(note, clock_now(), vault.config), f"{note.id} is now {note.tier}")
+        return
+    if tier:
+        raise BadInput("--tier needs a note id: vaultmem promote ID --tier L2")
+    done = vault.promote(adopt=adopt)
+    rows = [[p["id"], p["from"], p["to"], _short(p["reason"], 70)] for p in done]
+    table = _table(rows, ["ID", "FROM", "TO", "EVIDENCE"])
+    if adopt:
+        human = (table + f"\npromoted {len(done)}") if done else "nothing promoted (nothing staged still holds)"
+    else:
+        human = (table + f"\nstaged {len(done)} in {vault.staged_promotions}; "
+                 "`vaultmem promote --adopt` applies them") if done else "no memory has earned a promotion yet"
+    out.emit(done, human)
+
+
+@cli.command()
+@click.argument("ref")
+@common
+def why(ref, out, vault_path):
+    """Where a memory came from: its source, the evidence that promoted it,
+    what it superseded, and every recorded change and grade.
+
+    Example: vaultmem why k3x9a2bq    or    vaultmem why "staging runs postgres"
+    """
+    from .trust import render_why
+
+    vault = _vault(vault_path)
+    info = vault.why(ref)
+    out.emit(info, render_why(info))
+
+
+@cli.command()
+@click.option("--strict", is_flag=True, help="Record nothing; exit 4 on any break, unrecorded edit or missing note.")
+@common
+def verify(strict, out, vault_path):
+    """Check the ledger's hash chain and every note against its last record.
+
+    Without --strict, edits made by hand since their last record are
+    recorded as external edits (they are legitimate); breaks of the chain
+    are reported and exit 4. With --strict nothing is recorded and any
+    difference exits 4: for CI on a vault kept in git.
+
+    Example: vaultmem verify --strict
+    """
+    ctx = click.get_current_context()
+    vault = _vault(vault_path)
+    result = vault.verify(record=not strict)
+    lines = [f"checked {result['notes']} notes against {vault.ledger.path.name}"]
+    for problem in result["breaks"] + result["changes"]:
+        lines.append(f"{problem['kind']}: {problem['where']}: {problem['detail']}")
+    if result["recorded"]:
+        lines.append(f"recorded {result['recorded']} changes made outside vaultmem as external edits")
+    if not result["breaks"] and not result["changes"]:
+        lines.append("ok: the chain is intact and every note matches its record")
+    out.emit(result, "\n".join(lines))
+    if result["breaks"] or (strict and result["changes"]):
+        ctx.exit(EXIT_VERIFY_FAILED)

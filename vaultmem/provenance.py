@@ -1,0 +1,33 @@
+"""Where an act happens: the session and the project, for promotion evidence.
+
+A session is what an agent calls one conversation (Claude Code's
+`session_id`); a project is the work it happens in (the git repository's
+folder name, else the working folder's name). Callers that know them pass
+them; otherwise `$VAULTMEM_SESSION` / `$VAULTMEM_PROJECT` are read, and a
+command run by hand without either counts as its own session of the day.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def current_session(explicit: str | None = None) -> str:
+    """The session an act belongs to ('' when nothing says)."""
+    return (explicit or os.environ.get("VAULTMEM_SESSION") or "").strip()
+
+
+def current_project(explicit: str | None = None, cwd: str | os.PathLike | None = None) -> str:
+    """The project: given, `$VAULTMEM_PROJECT`, the enclosing git repository's name, or the folder's."""
+    name = (explicit or os.environ.get("VAULTMEM_PROJECT") or "").strip()
+    if name:
+        return name
+    try:
+        folder = Path(cwd or os.getcwd()).resolve()
+    except OSError:
+        return ""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate.name
+    return folder.name
