@@ -1,0 +1,1 @@
+"""Integrations with agents and tools: the MCP server, Claude Code hooks, import and export."""
