@@ -1,0 +1,150 @@
+"""`vaultmem export --jsonl` and its way back: every note file as one JSON line.
+
+Each line holds the note's path relative to the vault and its full text
+(frontmatter included, byte for byte: unknown properties, comments and CRLF
+line endings stay), plus a few fields read from it for convenience. Archived,
+suspended and superseded notes are exported too, and so is a note vaultmem
+cannot parse (with `problem` saying why), so the export is everything.
+
+Importing an export (`vaultmem import FILE.jsonl`) recreates each file at the
+same relative path with the same text, through `Vault.import_file`. Into a
+vault that already has notes, a note whose id (or path) exists with the same
+text is `unchanged`; with other text it is a `conflict` and is left alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from ..clock import format_datetime
+from ..errors import BadInput, NoteError
+from ..files import atomic_write, read_text
+from ..note import split_frontmatter
+
+NOTE_FOLDERS = ("memories", "skills", "archive")
+
+
+# ---------------------------------------------------------------- export
+
+def export_records(vault) -> Iterator[dict]:
+    """One dict per note file of the vault, sorted by path."""
+    catalog = vault.catalog(fresh=True)
+    for rel in sorted(catalog.entries):
+        entry = catalog.entries[rel]
+        try:
+            text = read_text(vault.root / rel, vault.config.max_note_bytes)
+        except NoteError as exc:
+            yield {"path": rel, "text": None, "problem": exc.problem}
+            continue
+        note = entry.note
+        record = {"path": rel}
+        if note is not None:
+            record.update(id=note.id, type=note.type, namespace=note.namespace, status=note.status, tier=note.tier,
+                          tags=list(note.tags), created=format_datetime(note.created))
+        else:
+            record["problem"] = entry.problem
+        record["text"] = text
+        yield record
+
+
+def export_lines(vault) -> Iterator[str]:
+    """The export as JSON lines (no trailing newline on each)."""
+    for record in export_records(vault):
+        if record["text"] is None:
+            continue  # unreadable bytes (binary, not UTF-8, too big): nothing to carry
+        yield json.dumps(record, ensure_ascii=False)
+
+
+def write_export(vault, target: str | os.PathLike | None = None, stream=None) -> int:
+    """Write the export to `target` (atomically) or to `stream`; returns how many notes."""
+    buffer = io.StringIO()
+    count = 0
+    for line in export_lines(vault):
+        buffer.write(line + "\n")
+        count += 1
+    if target is not None:
+        atomic_write(Path(os.path.expanduser(str(target))).resolve(), buffer.getvalue())
+    elif stream is not None:
+        stream.write(buffer.getvalue())
+    return count
+
+
+# ---------------------------------------------------------------- restore
+
+@dataclass
+class NoteIndex:
+    """The vault's notes by id and by path, kept current while an import writes."""
+
+    by_id: dict[str, str] = field(default_factory=dict)  # id -> path
+    paths: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, vault) -> NoteIndex:
+        index = cls()
+        catalog = vault.catalog(fresh=True)
+        for rel, entry in catalog.entries.items():
+            index.paths.add(rel)
+            if entry.note is not None:
+                index.by_id.setdefault(entry.note.id, rel)
+        return index
+
+
+def check_rel(rel: str) -> str:
+    """A note path from an export, made safe: relative, inside a note folder, `.md`."""
+    text = str(rel or "").replace("\\", "/")
+    path = PurePosixPath(text)
+    if (not text or path.is_absolute() or ".." in path.parts or any(p.startswith(".") for p in path.parts)
+            or path.parts[0] not in NOTE_FOLDERS or path.suffix != ".md" or len(path.parts) < 2):
+        raise BadInput(f"{rel!r} is not a note path (memories/, skills/ or archive/ ... .md)")
+    return path.as_posix()
+
+
+def note_id(text: str, rel: str) -> str:
+    """The id a note file has: its `id` property, else its file name."""
+    import yaml
+
+    block, _body = split_frontmatter(text)
+    if block is not None:
+        try:
+            data = yaml.safe_load(block)
+        except yaml.YAMLError:
+            data = None
+        if isinstance(data, dict) and data.get("id") not in (None, ""):
+            return str(data["id"]).strip()
+    return PurePosixPath(rel).stem
+
+
+def restore_file(vault, rel: str, text: str, source: str = "", dry_run: bool = False,
+                 index: NoteIndex | None = None) -> tuple[str, dict]:
+    """Recreate one note file; returns ("added" | "unchanged" | "conflict", details).
+
+    A note the vault has (same id, else same path) is never overwritten.
+    """
+    rel = check_rel(rel)
+    index = index or NoteIndex.of(vault)
+    ident = note_id(text, rel)
+    existing = index.by_id.get(ident) or (rel if rel in index.paths else None)
+    if existing is not None:
+        try:
+            current = read_text(vault.root / existing, vault.config.max_note_bytes)
+        except NoteError:
+            current = None
+        if current == text:
+            return "unchanged", {"id": ident, "path": existing}
+        what = f"{existing} has other text" if existing == rel else f"id {ident} is {existing}, with other text"
+        return "conflict", {"id": ident, "path": existing, "reason": f"{what}; left as it is"}
+    if dry_run:
+        result = {"id": ident, "path": rel}
+    else:
+        if not hasattr(vault, "import_file"):
+            raise BadInput("this vaultmem cannot restore note files yet (no Vault.import_file)")
+        note = vault.import_file(rel, text, source=source)
+        result = {"id": getattr(note, "id", ident), "path": getattr(note, "path", rel) or rel}
+    index.by_id.setdefault(result["id"], result["path"])
+    index.paths.add(result["path"])
+    return "added", result
