@@ -108,3 +108,182 @@ def _vault_for_import(vault_path):
     from .vault import Vault
 
     return Vault.open(vault_path)
+
+
+# ---------------------------------------------------------------- Claude Code hooks and the skill file
+# (`vaultmem hooks install|uninstall|status`, `vaultmem hook EVENT`, `vaultmem install-skill DIR`;
+#  the work is in integrations/claude_code.py)
+
+
+def _settings_target(user, project, local, settings):
+    from pathlib import Path
+
+    from .errors import BadInput
+    from .integrations.claude_code import project_settings_path, user_settings_path
+
+    if sum(bool(x) for x in (user, project, local, settings)) > 1:
+        raise BadInput("choose one of --user, --project, --local and --settings")
+    if settings:
+        return Path(settings).expanduser()
+    if project or local:
+        return project_settings_path(local=local)
+    return user_settings_path()
+
+
+def _settings_options(func):
+    func = click.option("--settings", "settings", type=click.Path(dir_okay=False),
+                         help="This settings file instead.")(func)
+    func = click.option("--local", is_flag=True,
+                         help="The project's .claude/settings.local.json (personal, not committed).")(func)
+    func = click.option("--project", is_flag=True,
+                         help="The project's .claude/settings.json (the current folder's; shared with the team).")(func)
+    func = click.option("--user", is_flag=True,
+                         help="~/.claude/settings.json: every project on this machine (the default).")(func)
+    func = click.option("--claude-code", "claude_code", is_flag=True, default=True,
+                         help="Claude Code's settings (the only agent supported so far).")(func)
+    return func
+
+
+@cli.group()
+def hooks():
+    """Install vaultmem's hooks into Claude Code: memories at session start, recall on
+    every prompt, capture at the end of a turn, and a check of vaultmem commands.
+
+    \b
+    Example: vaultmem hooks install --claude-code
+             vaultmem hooks install --claude-code --project --dry-run
+             vaultmem hooks uninstall --claude-code
+    """
+
+
+def _report_change(out, change, verb: str, dry_run: bool) -> None:
+    data = dict(change.to_dict(), dry_run=dry_run)
+    if dry_run:
+        human = (f"would write {change.path}:\n{change.text.rstrip()}" if change.changed
+                 else f"{change.path}: nothing to change")
+    elif change.changed:
+        human = f"{verb}: {change.path}" + (f" (previous version kept as {change.backup})" if change.backup else "")
+    else:
+        human = f"{change.path}: nothing to change"
+    if change.events and not dry_run:
+        human += "\nhooks: " + ", ".join(change.events)
+    if change.disabled_all:
+        human += "\nnote: this file sets disableAllHooks, so Claude Code runs no hooks"
+    out.emit(data, human)
+
+
+@hooks.command(name="install")
+@_settings_options
+@click.option("--dry-run", is_flag=True, help="Show the settings file it would write; write nothing.")
+@common
+def hooks_install(claude_code, user, project, local, settings, dry_run, out, vault_path):
+    """Merge vaultmem's hooks into a Claude Code settings file.
+
+    Other hooks and settings are kept as they are; running it again changes
+    nothing; the previous file is kept as settings.json.vaultmem-backup.
+    With --vault the hooks always use that vault; without, each session's
+    vault is found from its folder like any command's.
+
+    Example: vaultmem hooks install --claude-code --user
+    """
+    from .integrations.claude_code import install
+
+    target = _settings_target(user, project, local, settings)
+    _report_change(out, install(target, vault=vault_path, dry_run=dry_run), "installed", dry_run)
+
+
+@hooks.command(name="uninstall")
+@_settings_options
+@click.option("--dry-run", is_flag=True, help="Show the settings file it would write; write nothing.")
+@common
+def hooks_uninstall(claude_code, user, project, local, settings, dry_run, out, vault_path):
+    """Remove exactly the hooks `vaultmem hooks install` added; nothing else changes.
+
+    Example: vaultmem hooks uninstall --claude-code --user
+    """
+    from .integrations.claude_code import uninstall
+
+    target = _settings_target(user, project, local, settings)
+    _report_change(out, uninstall(target, dry_run=dry_run), "uninstalled", dry_run)
+
+
+@hooks.command(name="status")
+@common
+def hooks_status(out, vault_path):
+    """Which Claude Code settings files have vaultmem's hooks, and which are switched off.
+
+    Example: vaultmem hooks status --json
+    """
+    import os
+
+    from .integrations.claude_code import (HOOKS, installed_events, is_disabled, project_settings_path,
+                                           read_settings, user_settings_path)
+
+    files = []
+    for scope, path in (("user", user_settings_path()), ("project", project_settings_path()),
+                        ("local", project_settings_path(local=True))):
+        try:
+            events = installed_events(read_settings(path)[0]) if path.exists() else {}
+            problem = None
+        except Exception as exc:  # noqa: BLE001 - a broken file is reported, not fatal
+            events, problem = {}, str(exc)
+        files.append({"scope": scope, "settings": str(path), "exists": path.exists(), "hooks": events,
+                      "problem": problem})
+    off = [spec.name for spec in HOOKS if is_disabled(spec, os.environ)]
+    lines = [f"{f['scope']:8} {f['settings']}: "
+             + (f"problem: {f['problem']}" if f["problem"] else
+                ", ".join(f["hooks"]) if f["hooks"] else ("no vaultmem hooks" if f["exists"] else "no file"))
+             for f in files]
+    lines.append("switched off: " + (", ".join(off) if off else "none"))
+    out.emit({"files": files, "disabled": off}, "\n".join(lines))
+
+
+@cli.command(name="hook")
+@click.argument("event", type=click.Choice(["session-start", "user-prompt-submit", "pre-tool-use", "stop",
+                                              "session-end"]))
+@click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None, help="The vault folder.")
+def hook(event, vault_path):
+    """Run one Claude Code hook: reads the event's JSON on stdin, prints what Claude Code reads.
+
+    Called by the entries `vaultmem hooks install` writes. Fails open: on any
+    problem or past its time budget it prints nothing and exits 0. Switch
+    hooks off with VAULTMEM_HOOKS=off, or one with VAULTMEM_HOOK_SESSION_START,
+    VAULTMEM_HOOK_USER_PROMPT, VAULTMEM_HOOK_STOP, VAULTMEM_HOOK_PRE_TOOL =off.
+
+    Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
+    """
+    import os
+    import sys
+
+    from .integrations.claude_code import abandoned_worker, run_hook
+
+    try:
+        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read().decode("utf-8", "replace")
+    except (OSError, ValueError, AttributeError):
+        data = ""
+    text, code = run_hook(event, data, vault_path=vault_path)
+    if text:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if abandoned_worker():
+        os._exit(code)  # the work outlived its budget: do not wait for it
+    sys.exit(code)
+
+
+@cli.command(name="install-skill")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Replace a SKILL.md there that is not vaultmem's.")
+@common
+def install_skill(folder, force, out, vault_path):
+    """Write the vaultmem SKILL.md: when to recall, how to grade, the exact command syntax.
+
+    For Claude Code: ~/.claude/skills/vaultmem (every project) or
+    .claude/skills/vaultmem (this project); a folder named `skills` gets a
+    vaultmem/ folder inside.
+
+    Example: vaultmem install-skill ~/.claude/skills/vaultmem
+    """
+    from .integrations.claude_code import install_skill as write_skill
+
+    path, changed = write_skill(folder, force=force)
+    out.emit({"skill": str(path), "changed": changed}, f"{'wrote' if changed else 'unchanged'}: {path}")
