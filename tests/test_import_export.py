@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.integrations.importers import Incoming, Restore, Skip, detect, read, run_import
+from vaultmem.integrations.importers import (
+    Incoming,
+    Restore,
+    Skip,
+    detect,
+    read,
+    run_import,
+)
 from vaultmem.vault import Vault, init_vault
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"
@@ -142,8 +149,9 @@ def test_skillmem_sqlite_memory_items(tmp_path):
             created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, deleted_at INTEGER);
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
     """)
-    rows = [("skill-sqlite", "skill", "Fix SQLite locks", "**trigger:** database locked\n**steps:** WAL mode\n"
-             "**outcome:** success", None, "infra", '["sqlite"]', None, "active"),
+    rows = [("skill-sqlite", "skill", "Fix SQLite locks",
+             ("**trigger:** database locked\n**steps:** WAL mode\n**outcome:** success"), None, "infra",
+             '["sqlite"]', None, "active"),
             ("note-gone", "note", "Gone", "deleted text", None, None, "[]", 1700000500, "active"),
             ("doc-big", "document", "Big", "an excerpt…", "docs/big.md", None, "[]", None, "active"),
             ("ref-old", "reference", "Old ref", "A retired reference", None, None, "[]", None, "archived")]
@@ -247,6 +255,24 @@ def test_import_agentmemory_sr_counts_sources_and_merges(vault_dir, run, tmp_pat
     assert files(vault_dir) == before
 
 
+def test_a_near_duplicate_becomes_a_recurrence_of_the_vault_note(vault_dir, run, tmp_path):
+    """With the embedding model: a reworded repeat merges into the existing note (Vault.add's check)."""
+    existing = run.json("add", "Nick prefers short emails", "-n", "preferences")["id"]
+    source = tmp_path / "memory.json"
+    source.write_text(json.dumps([{"content": "Nick prefers short emails.", "namespace": "preferences"},
+                                  {"content": "Orgo MRR is $25K", "namespace": "business"}]))
+    report = run.json("import", str(source))
+    assert report["counts"]["added"] == 1 and report["counts"]["merged"] == 1
+    assert report["merged"][0]["id"] == existing
+    assert len(list((vault_dir / "memories" / "preferences").glob("*.md"))) == 1
+
+
+def test_human_output_names_each_skipped_record(run, tmp_path, lexical):
+    text = run("import", str(FIXTURES / "agent-brain" / "memory.json"), "-n", "brain").stdout
+    assert text.splitlines()[0].endswith("imported 2, merged 1, skipped 2, errors 0")
+    assert "  skipped: " in text and text.rstrip().endswith(": empty")
+
+
 def test_import_with_namespace_prefix_and_dry_run(vault_dir, run, lexical):
     dry = run.json("import", str(FIXTURES / "agent-brain" / "memory.json"), "-n", "old/brain", "--dry-run")
     assert dry["dry_run"] and dry["counts"]["added"] == 2 and dry["counts"]["merged"] == 1
@@ -305,13 +331,15 @@ CRLF_NOTE = ("---\r\nid: handnote\r\nnamespace: personal\r\nmood: calm   # a com
 
 @pytest.fixture
 def full_vault(vault_dir, run, lexical):
-    """Notes in several namespaces, a skill, an archived note, a graded note, a hand-written CRLF note."""
+    """Notes in several namespaces, a skill, an archived, a superseded and a graded note, a hand-written CRLF note."""
     run("add", "Staging runs Postgres 16 on port 5433", "-n", "work/infra", "--tags", "db")
     run("add", "Deploys go through the staging branch", "-n", "work/process")
     graded = run.json("add", "The user prefers dark mode", "-n", "personal")["id"]
     run("grade", graded, "good")
     old = run.json("add", "The wiki moved to Notion", "-n", "work/process")["id"]
     run("archive", old)
+    wrong = run.json("add", "The office is on the third floor", "-n", "work/office")["id"]
+    run("correct", wrong, "The office is on the fourth floor", "-r", "we moved in March")
     run("learn", "Release the CLI", "--trigger", "a tag is pushed", "--steps", "1. bump 2. tag 3. push",
         "--outcome", "a release on PyPI", "--lessons", "run the tests first", "-n", "work")
     (vault_dir / "memories" / "personal").mkdir(parents=True, exist_ok=True)
@@ -329,7 +357,7 @@ def test_export_lists_every_note_with_its_exact_text(full_vault, run):
     assert hand["text"] == CRLF_NOTE and hand["id"] == "handnote" and hand["namespace"] == "personal"
     skill = next(r for r in records if r["type"] == "skill")
     assert skill["path"].startswith("skills/work/") and skill["status"] == "active"
-    assert {r["status"] for r in records} >= {"active", "archived"}
+    assert {r["status"] for r in records} >= {"active", "archived", "superseded"}
 
 
 def test_export_then_import_into_an_empty_vault_is_identical(full_vault, run, tmp_path):

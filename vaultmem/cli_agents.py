@@ -35,7 +35,7 @@ def mcp(out, vault_path):
 @cli.command(name="import")
 @click.argument("path", type=click.Path(exists=False))
 @click.option("-n", "--namespace", help="Put everything under this namespace; the source's own namespaces "
-                                         "become sub-namespaces of it.")
+                                         "become sub-namespaces of it (exported vaultmem notes keep their paths).")
 @click.option("--format", "fmt", default="auto", show_default=True,
               type=click.Choice(["auto", "agentmemory-sr", "skillmem", "agent-brain", "markdown", "claude-md",
                                  "jsonl"]),
@@ -92,16 +92,14 @@ def export(as_jsonl, output, out, vault_path):
     from .integrations.exporters import write_export
 
     vault = _vault_for_import(vault_path)
-    if output:
-        count = write_export(vault, output)
-        if out.as_json:
-            out.emit({"exported": count, "output": output})
-        elif not out.quiet:
-            click.echo(f"exported {count} notes to {output}", err=True)
-    else:
-        count = write_export(vault, stream=sys.stdout)
-        if not out.quiet and not out.as_json:
-            click.echo(f"exported {count} notes", err=True)
+    count, left_out = write_export(vault, output, stream=None if output else sys.stdout)
+    if not out.quiet:
+        for item in left_out:
+            click.echo(f"vaultmem: warning: left out {item['path']}: {item['problem']}", err=True)
+    if output and out.as_json:
+        out.emit({"exported": count, "output": output, "left_out": left_out})
+    elif not out.quiet:
+        click.echo(f"exported {count} notes" + (f" to {output}" if output else ""), err=True)
 
 
 def _vault_for_import(vault_path):

@@ -52,26 +52,25 @@ def export_records(vault) -> Iterator[dict]:
         yield record
 
 
-def export_lines(vault) -> Iterator[str]:
-    """The export as JSON lines (no trailing newline on each)."""
+def write_export(vault, target: str | os.PathLike | None = None, stream=None) -> tuple[int, list[dict]]:
+    """Write the export to `target` (atomically) or to `stream`.
+
+    Returns (notes written, files left out): a file whose bytes are not text
+    (binary, not UTF-8, over the size limit) has nothing to carry.
+    """
+    buffer = io.StringIO()
+    count, left_out = 0, []
     for record in export_records(vault):
         if record["text"] is None:
-            continue  # unreadable bytes (binary, not UTF-8, too big): nothing to carry
-        yield json.dumps(record, ensure_ascii=False)
-
-
-def write_export(vault, target: str | os.PathLike | None = None, stream=None) -> int:
-    """Write the export to `target` (atomically) or to `stream`; returns how many notes."""
-    buffer = io.StringIO()
-    count = 0
-    for line in export_lines(vault):
-        buffer.write(line + "\n")
+            left_out.append({"path": record["path"], "problem": record["problem"]})
+            continue
+        buffer.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     if target is not None:
         atomic_write(Path(os.path.expanduser(str(target))).resolve(), buffer.getvalue())
     elif stream is not None:
         stream.write(buffer.getvalue())
-    return count
+    return count, left_out
 
 
 # ---------------------------------------------------------------- restore

@@ -564,8 +564,9 @@ def _frontmatter_of(path: Path):
 
 
 def _is_vaultmem(meta) -> bool:
+    """A note vaultmem wrote (or one written for it): an id, and a namespace or scheduling state."""
     return (isinstance(meta, dict) and meta.get("id") not in (None, "")
-            and str(meta.get("type", "")).strip().lower() in TYPES
+            and str(meta.get("type") or "memory").strip().lower() in TYPES
             and any(k in meta for k in ("namespace", "due", "strength", "state", "tier")))
 
 
@@ -748,9 +749,8 @@ class Report:
             parts += [f"unchanged {len(self.unchanged)}", f"conflicts {len(self.conflicts)}"]
         parts += [f"skipped {len(self.skipped)}", f"errors {len(self.errors)}"]
         lines = [f"{self.format} {self.path}: " + ", ".join(parts)]
-        for name in ("conflicts", "skipped", "errors"):
-            lines += [f"  {name[:-1] if name != 'conflicts' else 'conflict'}: {item['source']}: {item['reason']}"
-                      for item in getattr(self, name)]
+        for name, label in (("conflicts", "conflict"), ("skipped", "skipped"), ("errors", "error")):
+            lines += [f"  {label}: {item['source']}: {item['reason']}" for item in getattr(self, name)]
         return "\n".join(lines)
 
 
