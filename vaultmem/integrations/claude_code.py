@@ -172,7 +172,7 @@ def remove_hooks(settings: dict) -> dict:
 
     A matcher group, event list or `hooks` object is removed only when taking
     our entries out left it empty, so install then uninstall gives back the
-    original settings.
+    original settings (except an event list that was already empty: it goes too).
     """
     if not isinstance(settings, dict):
         raise _bad_settings("the settings file does not hold a JSON object; fix it by hand first")
@@ -334,7 +334,9 @@ class _Run:
             path = folder / "hooks.log"
             if path.exists() and path.stat().st_size > 1_000_000:
                 os.replace(path, folder / "hooks.log.1")
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+            from .. import clock
+
+            stamp = clock.format_datetime(clock.now())
             line = " ".join(message.split())[:2000]
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(f"{stamp} {self.spec.name}: {line}\n")

@@ -1,0 +1,430 @@
+"""Claude Code integration: settings merging, the hook runner driven with the JSON
+Claude Code sends, transcript capture, the PreToolUse check and the skill file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vaultmem.capture import observations
+from vaultmem.cli import cli
+from vaultmem.integrations.claude_code import (BACKUP_SUFFIX, check_command, is_ours, merge_hooks,
+                                               remove_hooks, run_hook)
+from vaultmem.vault import Vault
+
+EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]
+
+
+def invoke(*args, env=None, expect=0):
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    assert result.exit_code == expect, result.output
+    return result
+
+
+def ours(settings) -> dict[str, list]:
+    """{event: [our hook entries]}"""
+    found = {}
+    for event, groups in settings.get("hooks", {}).items():
+        for group in groups:
+            for hook in group.get("hooks", []):
+                if is_ours(hook.get("command")):
+                    found.setdefault(event, []).append((group.get("matcher"), hook))
+    return found
+
+
+# ---------------------------------------------------------------- install / uninstall
+
+def test_install_into_a_fresh_settings_file_then_again_then_uninstall(tmp_path):
+    path = tmp_path / ".claude" / "settings.json"
+    invoke("hooks", "install", "--claude-code", "--settings", str(path))
+    settings = json.loads(path.read_text())
+    found = ours(settings)
+    assert sorted(found) == sorted(EVENTS) and all(len(v) == 1 for v in found.values())
+    assert found["PreToolUse"][0][0] == "Bash" and found["SessionStart"][0][0] is None
+    for event, [(_matcher, hook)] in found.items():
+        assert hook["type"] == "command" and isinstance(hook["timeout"], int)
+        assert hook["command"].startswith(sys.executable) and " -m vaultmem hook " in hook["command"]
+    assert not path.with_name(path.name + BACKUP_SUFFIX).exists()  # nothing was there to back up
+
+    before = path.read_bytes()
+    again = json.loads(invoke("hooks", "install", "--claude-code", "--settings", str(path), "--json").stdout)
+    assert again["changed"] is False and path.read_bytes() == before
+
+    invoke("hooks", "uninstall", "--claude-code", "--settings", str(path))
+    assert json.loads(path.read_text()) == {}
+    assert path.with_name(path.name + BACKUP_SUFFIX).read_bytes() == before
+
+
+EXISTING = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"], "deny": []},
+    "hooks": {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh", "timeout": 5}]},
+            {"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "prettier --write"}]},
+        ],
+        "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "cat NOTES.md"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "say hi"}]}],
+    },
+    "env": {"FOO": "é"},
+}
+
+
+def test_install_keeps_other_hooks_and_uninstall_restores_the_exact_bytes(tmp_path):
+    path = tmp_path / "settings.json"
+    original = json.dumps(EXISTING, indent=4, ensure_ascii=False) + "\n"
+    path.write_text(original, encoding="utf-8")
+
+    result = json.loads(invoke("hooks", "install", "--settings", str(path), "--json").stdout)
+    assert result["changed"] is True and sorted(result["hooks"]) == sorted(EVENTS)
+    assert Path(result["backup"]).read_text(encoding="utf-8") == original
+    settings = json.loads(path.read_text(encoding="utf-8"))
+    assert path.read_text().startswith('{\n    "model"')  # the file's own indent is kept
+    for key in ("model", "permissions", "env"):
+        assert settings[key] == EXISTING[key]
+    for event, groups in EXISTING["hooks"].items():
+        assert settings["hooks"][event][:len(groups)] == groups  # theirs first, untouched
+    assert settings["hooks"]["PreToolUse"][2] == {"matcher": "Bash", "hooks": [ours(settings)["PreToolUse"][0][1]]}
+    assert settings["hooks"]["Notification"] == EXISTING["hooks"]["Notification"]
+    assert all(len(v) == 1 for v in ours(settings).values())
+
+    installed = path.read_bytes()
+    invoke("hooks", "install", "--settings", str(path))
+    assert path.read_bytes() == installed  # twice changes nothing
+
+    invoke("hooks", "uninstall", "--settings", str(path))
+    assert path.read_text(encoding="utf-8") == original
+
+
+def test_merge_updates_an_old_entry_in_place_and_drops_copies():
+    old = {"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": "/old/venv/bin/vaultmem hook session-start", "timeout": 3},
+                   {"type": "command", "command": "echo keep"}]},
+        {"hooks": [{"type": "command", "command": "python3 -m vaultmem hook session-start"}]},
+    ]}}
+    merged = merge_hooks(old, "/new/python -m vaultmem")
+    groups = merged["hooks"]["SessionStart"]
+    assert len(groups) == 1 and groups[0]["hooks"][1] == {"type": "command", "command": "echo keep"}
+    assert groups[0]["hooks"][0]["command"] == "/new/python -m vaultmem hook session-start"
+    assert old["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 3  # the argument is not changed
+    assert merge_hooks(merged, "/new/python -m vaultmem") == merged
+    assert remove_hooks(merged) == {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo keep"}]}]}}
+
+
+def test_uninstall_removes_only_what_install_emptied():
+    for settings in ({}, {"other": 1}, {"hooks": {"Notification": [{"hooks": [{"type": "command", "command": "x"}]}]}},
+                     {"hooks": {"Stop": [{"matcher": "", "hooks": []}]}}):
+        assert remove_hooks(merge_hooks(settings, "vaultmem")) == settings
+
+
+def test_user_project_and_local_settings_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "claude-home"
+    invoke("hooks", "install", "--claude-code", "--user", env={"CLAUDE_CONFIG_DIR": str(config)})
+    assert ours(json.loads((config / "settings.json").read_text()))
+    invoke("hooks", "install", "--project")
+    assert ours(json.loads((tmp_path / ".claude" / "settings.json").read_text()))
+    invoke("hooks", "install", "--local", "--vault", str(tmp_path / "v"))
+    local = ours(json.loads((tmp_path / ".claude" / "settings.local.json").read_text()))
+    assert local["Stop"][0][1]["command"].endswith(f"hook stop --vault {tmp_path / 'v'}")
+    status = json.loads(invoke("hooks", "status", "--json", env={"CLAUDE_CONFIG_DIR": str(config)}).stdout)
+    assert [sorted(f["hooks"]) for f in status["files"]] == [sorted(EVENTS)] * 3
+    invoke("hooks", "install", "--user", "--project", expect=2)
+
+
+def test_broken_settings_file_is_left_alone(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text('{"hooks": [,]}')
+    result = invoke("hooks", "install", "--settings", str(path), expect=2)
+    assert "not valid JSON" in result.stderr and path.read_text() == '{"hooks": [,]}'
+    assert not path.with_name(path.name + BACKUP_SUFFIX).exists()
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    path = tmp_path / "settings.json"
+    result = invoke("hooks", "install", "--settings", str(path), "--dry-run")
+    assert "hook session-start" in result.stdout and not path.exists()
+
+
+# ---------------------------------------------------------------- driving the hooks
+
+def hook(event: str, payload, vault: Path | None = None, **env) -> subprocess.CompletedProcess:
+    """`vaultmem hook EVENT` in a new process, with Claude Code's JSON on stdin."""
+    full_env = dict(os.environ, VAULTMEM_NO_SERVER="1")
+    if vault is not None:
+        full_env["VAULTMEM_VAULT"] = str(vault)
+    full_env.update(env)
+    stdin = payload if isinstance(payload, str) else json.dumps(payload)
+    result = subprocess.run([sys.executable, "-m", "vaultmem", "hook", event], input=stdin, env=full_env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return result
+
+
+def base(event: str, tmp_path: Path, **fields) -> dict:
+    return {"session_id": "9f1c2e7a-5b4d-4c1e-8f3a-2d6b7c8e9f01",
+            "transcript_path": str(tmp_path / "transcript.jsonl"), "cwd": str(tmp_path),
+            "permission_mode": "default", "hook_event_name": event, **fields}
+
+
+@pytest.fixture
+def filled(vault_dir) -> Path:
+    v = Vault(vault_dir)
+    v.add("Staging runs Postgres 16 on port 5433", "work/infra", tags=["db"])
+    v.add("Deploys go through the staging branch", "work", tier="L2")
+    v.add("The office coffee machine is on the third floor", "office")
+    return vault_dir
+
+
+def context_of(result, event: str) -> str:
+    data = json.loads(result.stdout)
+    assert set(data) == {"hookSpecificOutput"}
+    assert data["hookSpecificOutput"]["hookEventName"] == event
+    return data["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_start_gives_the_review_and_prompt_block_as_additional_context(filled, tmp_path):
+    result = hook("session-start", base("SessionStart", tmp_path, source="startup"), filled)
+    text = context_of(result, "SessionStart")
+    ids = {n.id for n in Vault(filled).notes()}
+    assert all(f"[{i}]" in text for i in ids)
+    assert "vaultmem grade ID good" in text and 'vaultmem recall "QUERY"' in text
+
+
+def test_session_start_stays_under_the_context_limit(vault_dir, tmp_path):
+    v = Vault(vault_dir)
+    for i in range(150):
+        v.add(f"Fact number {i} about subsystem {i * 7}: " + "detail " * 40, f"bulk/n{i % 5}", merge=False,
+              supersede=False)
+    text = context_of(hook("session-start", base("SessionStart", tmp_path), vault_dir), "SessionStart")
+    assert 2000 < len(text) <= 8000
+
+
+def test_session_start_from_the_session_folder(filled, tmp_path):
+    """Without VAULTMEM_VAULT the vault is found from the session's cwd, like any command."""
+    inside = filled / "memories"
+    text = context_of(hook("session-start", base("SessionStart", tmp_path, cwd=str(inside))), "SessionStart")
+    assert "Staging runs Postgres 16" in text
+
+
+def test_user_prompt_submit_injects_the_relevant_memories_with_ids(filled, tmp_path):
+    staging = next(n for n in Vault(filled).notes() if n.text.startswith("Staging"))
+    result = hook("user-prompt-submit",
+                  base("UserPromptSubmit", tmp_path, prompt="Which port is the staging postgres database on?"), filled)
+    text = context_of(result, "UserPromptSubmit")
+    first = text.splitlines()[1]
+    assert first == f"- [{staging.id}] (work/infra, new) Staging runs Postgres 16 on port 5433"
+    assert "coffee" not in text and "vaultmem grade ID good" in text
+    assert len(text.splitlines()) <= 2 + 5
+
+
+def test_user_prompt_submit_says_nothing_without_hits(filled, tmp_path):
+    assert hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="xyzzy plugh frobnicate"),
+                filled).stdout == ""
+    assert hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="/clear"), filled).stdout == ""
+
+
+def deny_reason(result) -> str:
+    data = json.loads(result.stdout)["hookSpecificOutput"]
+    assert data["hookEventName"] == "PreToolUse" and data["permissionDecision"] == "deny"
+    return data["permissionDecisionReason"]
+
+
+def bash(tmp_path, command: str) -> dict:
+    return base("PreToolUse", tmp_path, tool_name="Bash", tool_use_id="toolu_01ABC",
+                tool_input={"command": command, "description": "run vaultmem"})
+
+
+def test_pre_tool_use_denies_namespace_less_adds_and_invented_flags(filled, tmp_path):
+    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, 'vaultmem add "x"'), filled))
+    assert "vaultmem add TEXT -n NAMESPACE" in reason and "[-t TAGS]" in reason
+    assert f"-n projects/{tmp_path.name}" in reason  # a namespace for this project
+
+    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, "cd /tmp && vaultmem recall --fuzzy x | head"), filled))
+    assert "--fuzzy" in reason and "vaultmem recall QUERY [-k TOP_K]" in reason and "[--type memory|skill]" in reason
+
+    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, f"{sys.executable} -m vaultmem recal x"), filled))
+    assert "No such command 'recal'" in reason and "recall" in reason
+
+
+@pytest.mark.parametrize("command", ['vaultmem recall "x" -k 3', "ls -la", 'vaultmem add "x" -n work --tags a,b',
+                                     'echo "vaultmem add x"', 'vaultmem recall "$Q" -k "$K"',
+                                     "vaultmem recall x 2>/dev/null", "vaultmem add --help", "vaultmem 'unclosed"])
+def test_pre_tool_use_allows_everything_else(command):
+    assert check_command(command) is None
+
+
+def test_pre_tool_use_ignores_other_tools(tmp_path, filled):
+    payload = base("PreToolUse", tmp_path, tool_name="Write", tool_input={"file_path": "/x", "content": "vaultmem add x"})
+    assert hook("pre-tool-use", payload, filled).stdout == ""
+    assert hook("pre-tool-use", bash(tmp_path, 'vaultmem recall "x" -k 3'), filled).stdout == ""
+
+
+# ---------------------------------------------------------------- capture (Stop / SessionEnd)
+
+TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2  # a GitHub token shape, 40 characters
+
+
+def transcript_lines() -> list[dict]:
+    sid = "9f1c2e7a-5b4d-4c1e-8f3a-2d6b7c8e9f01"
+
+    def user(content, **extra):
+        return {"type": "user", "sessionId": sid, "uuid": "u", "timestamp": "2026-01-05T09:00:00Z",
+                "message": {"role": "user", "content": content}, **extra}
+
+    def assistant(*blocks):
+        return {"type": "assistant", "sessionId": sid, "uuid": "a",
+                "message": {"role": "assistant", "model": "claude", "content": list(blocks)}}
+
+    return [
+        {"type": "summary", "summary": "Setting up the API", "leafUuid": "x"},
+        user("<command-name>/init</command-name>\n<command-message>remember that slash commands are skipped</command-message>"),
+        user("Please remember that the staging API listens on port 8080. Can you check the config?"),
+        assistant({"type": "thinking", "thinking": "remember that thinking is skipped"},
+                  {"type": "text", "text": "Checking.\n```\n# remember that code is skipped\n```"},
+                  {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "cat config.yaml"}}),
+        user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "remember that tool output is skipped"}]),
+        assistant({"type": "text", "text": "Lesson learned: the config loader ignores keys with dashes."}),
+        user(f"Also remember that the deploy token is {TOKEN}"),
+        user("No, actually the workers run on Python 3.12, not 3.11."),
+        user([{"type": "text", "text": "I prefer small commits with tests. Never force-push to main."}]),
+        user("<system-reminder>remember that reminders are skipped</system-reminder>", isMeta=True),
+        user("Do you remember what we decided yesterday?"),
+    ]
+
+
+def write_transcript(path: Path, lines: list[dict]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line) + "\n")
+
+
+def test_stop_captures_observations_with_provenance_and_masks_secrets(filled, tmp_path):
+    transcript = tmp_path / "transcript.jsonl"
+    write_transcript(transcript, transcript_lines())
+    project = tmp_path / "shop-api"
+    (project / ".git").mkdir(parents=True)
+    payload = base("Stop", tmp_path, cwd=str(project), stop_hook_active=False)
+    before = {n.id for n in Vault(filled).notes()}
+
+    assert hook("stop", payload, filled).stdout == ""
+    captured = {n.text: n for n in Vault(filled).notes() if n.id not in before}
+    expected = {
+        "The staging API listens on port 8080.": ("L1", "explicit", 3),
+        "The config loader ignores keys with dashes.": ("L0", "lesson", 6),
+        "The deploy token is [REDACTED:GitHub token].": ("L1", "explicit", 7),
+        "The workers run on Python 3.12, not 3.11.": ("L0", "correction", 8),
+        "The user prefers small commits with tests.": ("L0", "preference", 9),
+        "Never force-push to main.": ("L0", "preference", 9),
+    }
+    assert sorted(captured) == sorted(expected)
+    for text, (tier, kind, line) in expected.items():
+        note = captured[text]
+        assert note.tier == tier and note.namespace == "projects/shop-api"
+        assert set(note.tags) == {"captured", kind}
+        assert note.source == f"{transcript}#L{line}"
+    for path in filled.rglob("*.md"):
+        assert TOKEN not in path.read_text(encoding="utf-8")
+
+    count = len(Vault(filled).notes())
+    hook("stop", payload, filled)
+    hook("session-end", dict(payload, hook_event_name="SessionEnd", reason="prompt_input_exit"), filled)
+    assert len(Vault(filled).notes()) == count  # nothing captured twice
+
+    write_transcript(transcript, [{"type": "user", "message": {"role": "user",
+                                   "content": "Remember that the cache TTL is ten minutes."}}])
+    hook("stop", payload, filled, VAULTMEM_NAMESPACE="team/api")
+    new = [n for n in Vault(filled).notes() if n.text == "The cache TTL is ten minutes."]
+    assert len(new) == 1 and new[0].namespace == "team/api" and new[0].source.endswith("#L12")
+    assert len(Vault(filled).notes()) == count + 1
+
+
+def test_capture_rules():
+    found = observations([
+        {"role": "user", "content": "ok, remember to run make lint before pushing. Thanks!"},
+        {"role": "assistant", "content": "I prefer tabs. Remember that the assistant cannot ask to remember."},
+        {"role": "user", "content": "That's wrong, the cron job runs at 02:00 UTC."},
+        {"role": "user", "content": "Correction: the bucket is in eu-west-1."},
+        {"role": "user", "content": "Don't ever commit .env files.\n> remember that quoted text is skipped"},
+        {"role": "user", "content": "TIL pytest -k takes expressions. Next time, run the slow tests last."},
+        {"role": "user", "content": "remember to run make lint before pushing"},
+        {"role": "user", "content": "Remember that?"},
+    ])
+    assert [(o.kind, o.tier, o.text, o.message_index) for o in found] == [
+        ("explicit", "L1", "Run make lint before pushing.", 0),
+        ("correction", "L0", "The cron job runs at 02:00 UTC.", 2),
+        ("correction", "L0", "The bucket is in eu-west-1.", 3),
+        ("preference", "L0", "Never commit .env files.", 4),
+        ("lesson", "L0", "Pytest -k takes expressions.", 5),
+        ("lesson", "L0", "Next time, run the slow tests last.", 5),
+    ]
+
+
+# ---------------------------------------------------------------- failing open, switching off
+
+@pytest.mark.parametrize("event", ["session-start", "user-prompt-submit", "pre-tool-use", "stop", "session-end"])
+def test_every_hook_fails_open(event, tmp_path, filled):
+    payload = base("X", tmp_path, prompt="staging port", tool_name="Bash", tool_input={"command": "vaultmem add x"})
+    garbage = hook(event, "this is not JSON {", filled).stdout
+    assert garbage == "" or event == "session-start" and context_of(hook(event, "", filled), "SessionStart")
+    broken = hook(event, payload, None, VAULTMEM_VAULT=str(tmp_path / "no-such-vault"))
+    assert broken.stdout == "" or event == "pre-tool-use"  # the syntax check needs no vault
+    if event != "pre-tool-use":  # too quick to outrun even a tiny budget
+        assert hook(event, payload, filled, VAULTMEM_HOOK_BUDGET="0.000001").stdout == ""
+    assert hook(event, payload, filled, VAULTMEM_HOOKS="off").stdout == ""
+
+
+def test_a_missing_model_costs_nothing_but_the_embeddings(filled, tmp_path):
+    result = hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="staging postgres port"), filled,
+                  VAULTMEM_MODEL="/nonexistent")
+    assert "Staging runs Postgres 16" in context_of(result, "UserPromptSubmit")
+
+
+def test_a_broken_vault_config_is_logged_and_costs_only_memory(filled, tmp_path):
+    (filled / ".vaultmem" / "config.yaml").write_text("recall: [unclosed\n")
+    assert hook("session-start", base("SessionStart", tmp_path), filled).stdout == ""
+    assert "session-start: failed after" in (filled / ".vaultmem" / "hooks" / "hooks.log").read_text()
+
+
+def test_over_budget_is_logged_in_the_vault(filled, tmp_path):
+    hook("session-start", base("SessionStart", tmp_path), filled, VAULTMEM_HOOK_BUDGET="0.000001")
+    log = (filled / ".vaultmem" / "hooks" / "hooks.log").read_text()
+    assert "session-start: gave up after" in log
+    assert (filled / ".vaultmem" / "hooks" / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_one_hook_switched_off(filled, tmp_path):
+    prompt = base("UserPromptSubmit", tmp_path, prompt="staging postgres port")
+    assert hook("user-prompt-submit", prompt, filled, VAULTMEM_HOOK_USER_PROMPT="off").stdout == ""
+    assert hook("session-start", base("SessionStart", tmp_path), filled, VAULTMEM_HOOK_USER_PROMPT="off").stdout
+    assert run_hook("pre-tool-use", json.dumps(bash(tmp_path, 'vaultmem add "x"')),
+                    env={"VAULTMEM_HOOK_PRE_TOOL": "off"}) == ("", 0)
+    assert run_hook("no-such-event", "{}") == ("", 0)
+
+
+# ---------------------------------------------------------------- the skill file
+
+def test_install_skill_writes_the_skill_with_the_exact_syntax(tmp_path):
+    result = invoke("install-skill", str(tmp_path / "skills"))
+    path = tmp_path / "skills" / "vaultmem" / "SKILL.md"
+    assert str(path) in result.stdout
+    text = path.read_text()
+    assert text.startswith("---\nname: vaultmem\ndescription: ")
+    assert "    vaultmem recall QUERY [-k TOP_K]" in text and "    vaultmem add TEXT -n NAMESPACE" in text
+    assert "    vaultmem grade NOTE_ID RATING" in text and "{{commands}}" not in text
+    assert "unchanged" in invoke("install-skill", str(tmp_path / "skills" / "vaultmem")).stdout
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "SKILL.md").write_text("---\nname: something-else\n---\n")
+    invoke("install-skill", str(other), expect=2)
+    invoke("install-skill", str(other), "--force")
+    assert "name: vaultmem" in (other / "SKILL.md").read_text()
