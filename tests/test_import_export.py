@@ -213,11 +213,12 @@ def test_claude_md_one_memory_per_bullet_with_heading_tags():
     texts = [r.text for r in records]
     assert texts == [
         "`make test` runs the whole suite",
-        "Build with `make build`:\n  - needs Go 1.22\n  - writes binaries to ./bin",
+        "Build with `make build`:\n- needs Go 1.22\n- writes binaries to ./bin",
         "Release tags look like v1.2.3",
         "Use tabs in Go files",
         "Move the linter config to the repo root",
         "Use tabs in Go files",
+        "Keep functions short; split anything over fifty lines into helpers.",  # one wrapped paragraph
     ]
     assert records[0].tags == ("commands",) and records[3].tags == ("code-style",)
     assert records[0].source.endswith("CLAUDE.md:7") and records[5].source.endswith("CLAUDE.md:21")
@@ -295,7 +296,7 @@ def test_import_skillmem_export_makes_skills(vault_dir, run, lexical):
 
 def test_import_claude_md_and_notes_folder(vault_dir, run, lexical):
     report = run.json("import", str(FIXTURES / "CLAUDE.md"), "-n", "projects/api")
-    assert report["counts"]["added"] == 5 and report["counts"]["merged"] == 1
+    assert report["counts"]["added"] == 6 and report["counts"]["merged"] == 1
     namespaces = {n.namespace for n in Vault(vault_dir).notes()}
     assert namespaces == {"projects/api"}
     report = run.json("import", str(FIXTURES / "notes"))

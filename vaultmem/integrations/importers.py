@@ -444,16 +444,23 @@ def read_claude_md(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Reco
         return
     _block, body = split_frontmatter(text)
     offset = text[: len(text) - len(body)].count("\n")
-    heading, bullet, indent, start = "", [], 0, 0
+    heading, bullet, indent, column, start = "", [], 0, 0, 0
     in_fence = in_comment = False
 
     def flush():
-        if bullet:
-            lines = [line[indent:] if line[:indent].strip() == "" else line.strip() for line in bullet]
-            content = "\n".join(lines).strip()
-            tags = tuple(t for t in (slugify(heading) if heading else "",) if t and t != "note")
-            return Incoming(content, "", tags, f"{path}:{start}")
-        return None
+        if not bullet:
+            return None
+        lines, code = [bullet[0]], False
+        for raw in bullet[1:]:
+            width = len(raw) - len(raw.lstrip(" "))
+            line = raw[min(width, column):]
+            code ^= bool(_FENCE.match(line))
+            if not code and not line.startswith((" ", "\t")) and not _BULLET.match(line) and not _FENCE.match(line):
+                lines[-1] += " " + line.strip()  # a wrapped line of the same paragraph
+            else:
+                lines.append(line)
+        tags = tuple(t for t in (slugify(heading) if heading else "",) if t and t != "note")
+        return Incoming("\n".join(lines).strip(), "", tags, f"{path}:{start}")
 
     for number, line in enumerate(body.splitlines(), offset + 1):
         if in_comment:
@@ -489,7 +496,8 @@ def read_claude_md(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Reco
             if record:
                 yield record
             indent, start = len(match.group(1)), number
-            bullet = [" " * indent + match.group(2)]
+            column = len(match.group(0)) - len(match.group(2))
+            bullet = [match.group(2)]
             continue
         if bullet and line.strip() and (line.startswith((" ", "\t")) or match):
             bullet.append(line)
@@ -862,14 +870,11 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
 
 
 def _call_add(vault, record: Incoming, text: str, namespace: str, redact: bool):
-    import inspect
-
-    kwargs = {"tags": record.tags, "source": record.source, "created": record.created, "tier": record.tier,
-                  "kind": record.kind, "title": record.title, "redact": redact, "supersede": False, "merge": True}
-    accepted = inspect.signature(vault.add).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-    return vault.add(text, namespace, **kwargs)
+    """`Vault.add`, merging near-duplicates but never superseding what the vault holds
+    (an imported fact may well be older than the memory it seems to contradict)."""
+    return vault.add(text, namespace, tags=record.tags, source=record.source, created=record.created,
+                     tier=record.tier, kind=record.kind, title=record.title, redact=redact, supersede=False,
+                     merge=True)
 
 
 def _predict(vault, record: Incoming, text: str, namespace: str, key: tuple, seen: dict, report: Report,
