@@ -216,7 +216,8 @@ def build_vault(root: Path, memories: Sequence[Memory], namespace: str = NAMESPA
     ids: dict[str, str] = {}
     t0 = time.perf_counter()
     for m in memories:
-        note = vault.add(m.text, namespace=namespace, created=m.created, source=m.key)
+        note = vault.add(m.text, namespace=namespace, created=m.created, source=m.key, supersede=False, merge=False,
+                         redact=True).note
         ids[m.key] = note.id
     add_s = time.perf_counter() - t0
     if reuse:

@@ -27,7 +27,8 @@ def test_concurrent_grades_from_several_processes_lose_nothing(run, vault_dir):
 def test_concurrent_adds_from_several_processes_all_land(run, vault_dir):
     def add(i):
         # Same title in two namespaces: file names must still be unique vault-wide.
-        return run_process("--vault", str(vault_dir), "add", "Same first line", "-n", "xy"[i % 2], "--json", check=False)
+        return run_process("--vault", str(vault_dir), "add", "Same first line", "-n", "xy"[i % 2], "--json",
+                           "--allow-duplicate", check=False)
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         results = list(pool.map(add, range(10)))
@@ -42,7 +43,7 @@ def test_a_person_saving_during_a_write_is_not_overwritten(vault_dir, monkeypatc
     import vaultmem.vault as vault_module
 
     vault = Vault(vault_dir)
-    note = vault.add("Original text", "x")
+    note = vault.add("Original text", "x").note
     path = vault_dir / note.path
     real_read = vault_module.read_text
     calls = {"n": 0}

@@ -23,7 +23,8 @@ def test_new_note_has_every_key_in_fixed_order(run, vault_dir):
     text = (vault_dir / note["path"]).read_text()
     block, body = split_frontmatter(text)
     keys = [line.split(":")[0] for line in block.splitlines() if not line.startswith(" ")]
-    assert keys == list(KEY_ORDER)
+    # Evidence properties follow, and only those that hold something.
+    assert keys == [*KEY_ORDER, "sessions", "days", "projects"]
     assert body == "Staging runs Postgres 16\n"
     # Obsidian's style: block list with two-space indent, wikilink quoted, empty value bare.
     assert "tags:\n  - db\n  - infra\n" in block

@@ -123,3 +123,21 @@ def test_watcher_leaves_current_caches_when_it_stops(run, vault_dir, watcher):
     watcher.wait(timeout=20)
     status = run.json("health")["recall"]
     assert status["index_stale"] == 0 and status["embeddings_stale"] == 0
+
+
+def test_a_hand_edit_seen_by_the_watcher_is_recorded_not_flagged(vault_dir, watcher):
+    note = json.loads(run_process("--vault", str(vault_dir), "add", "Invoices go out on the 1st", "-n", "billing",
+                                  "--json").stdout)
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text().replace("the 1st", "the 5th"))
+    ledger = vault_dir / ".vaultmem" / "ledger.jsonl"
+
+    def recorded():
+        records = [json.loads(line) for line in ledger.read_text().splitlines()]
+        return records[-1]["op"] == "external-edit" and records[-1]["id"] == note["id"]
+
+    wait_until(recorded)
+    assert run_process("--vault", str(vault_dir), "verify", "--strict", check=False).returncode == 0
+    path.unlink()
+    wait_until(lambda: json.loads(ledger.read_text().splitlines()[-1])["op"] == "external-delete")
+    assert run_process("--vault", str(vault_dir), "verify", "--strict", check=False).returncode == 0

@@ -384,10 +384,9 @@ class Vault:
         """Memories of `namespace` on the same subject as `text`, each with its relation
         (duplicate, conflict, unclear, compatible; conflicts.py), closest first."""
         from .conflicts import classify
-        from .recall import engine_for
 
         out = []
-        for note, cosine in engine_for(self).similar(text, namespace, kind, limit):
+        for note, cosine in self._similar(text, namespace, kind, limit):
             verdict = classify(text, note.text, cosine)
             out.append(Related(note, verdict.relation, verdict.reason, cosine))
         # A near-identical text is the same memory whatever the rules say.
@@ -395,6 +394,20 @@ class Vault:
                if r.similarity >= self.config.duplicate_similarity and r.relation in ("unclear", "compatible")
                else r for r in out]
         return [r for r in out if r.relation != "compatible"]
+
+    def _similar(self, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
+        """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
+        from .recall import engine_for
+
+        if not os.environ.get("VAULTMEM_NO_SERVER"):
+            from .server import ask
+
+            answer = ask(str(self.root), {"op": "similar", "text": text, "namespace": namespace, "kind": kind,
+                                          "limit": limit})
+            if answer and answer.get("ok"):
+                found = [(self._find(i), cosine) for i, cosine in answer["similar"]]
+                return [(notes[0], cosine) for notes, cosine in found if len(notes) == 1]
+        return engine_for(self).similar(text, namespace, kind, limit)
 
     def _supersede(self, old_id: str, newer: Note, reason: str) -> Note:
         """Mark `old_id` superseded by `newer` (both links show in Obsidian's graph)."""

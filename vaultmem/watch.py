@@ -85,7 +85,8 @@ class ChangeCollector:
 
 
 def request_handler(engine):
-    """What the recall service answers: `ping`, and `recall` with the CLI's options."""
+    """What the recall service answers: `ping`, `recall` with the CLI's options, and
+    `similar` (an add's search for memories it repeats or contradicts)."""
     from . import clock
     from .present import hit_dicts
 
@@ -93,6 +94,10 @@ def request_handler(engine):
         op = request.get("op")
         if op == "ping":
             return {"ok": True, "vault": str(engine.vault.root)}
+        if op == "similar":
+            pairs = engine.similar(request.get("text", ""), request.get("namespace", ""), request.get("kind"),
+                                   int(request.get("limit") or 8))
+            return {"ok": True, "similar": [[note.id, cosine] for note, cosine in pairs]}
         if op != "recall":
             return {"ok": False, "error": f"unknown op {op!r}"}
         now = clock.parse_datetime(request["now"]) if request.get("now") else clock.now()

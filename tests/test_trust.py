@@ -1,0 +1,279 @@
+"""The trust layer through the CLI on real vaults: corrections, tiers, the ledger, redaction, health."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import yaml
+
+from vaultmem.ledger import content_hash
+from vaultmem.note import split_frontmatter
+from vaultmem.vault import Vault
+
+
+def props(vault_dir, rel) -> dict:
+    block, _body = split_frontmatter((vault_dir / rel).read_text(encoding="utf-8"))
+    return yaml.safe_load(block)
+
+
+def ledger_ops(vault_dir) -> list[tuple[str, str]]:
+    lines = (vault_dir / ".vaultmem" / "ledger.jsonl").read_text(encoding="utf-8").splitlines()
+    return [(r["op"], r["id"]) for r in map(json.loads, lines)]
+
+
+# ---------------------------------------------------------------- contradictions
+
+
+def test_a_chain_of_three_corrections_supersedes_each_older_one(run, vault_dir):
+    a = run.json("add", "Staging runs Postgres 14", "-n", "infra")
+    b = run.json("add", "Staging runs Postgres 15", "-n", "infra", now="2026-02-01T09:00:00")
+    c = run.json("add", "Staging runs Postgres 16", "-n", "infra", now="2026-03-01T09:00:00")
+    assert b["superseded"] == [a["id"]] and c["superseded"] == [b["id"]]
+    pa, pb, pc = (props(vault_dir, x["path"]) for x in (a, b, c))
+    assert pa["status"] == "superseded" and pa["superseded_by"] == "[[staging-runs-postgres-15]]"
+    assert pb["status"] == "superseded" and pb["supersedes"] == "[[staging-runs-postgres-14]]"
+    assert pb["superseded_by"] == "[[staging-runs-postgres-16]]" and pc["supersedes"] == "[[staging-runs-postgres-15]]"
+    assert "superseded_by" not in pc and pc["status"] == "active"
+
+    now = "2026-03-02T09:00:00"
+    assert [h["id"] for h in run.json("recall", "which Postgres version does staging run", now=now)] == [c["id"]]
+    history = [h["id"] for h in run.json("recall", "staging Postgres", "--history", now=now)]
+    assert set(history) == {a["id"], b["id"], c["id"]}
+
+    why = run.json("why", c["id"], now=now)
+    assert [o["id"] for o in why["older"]] == [b["id"], a["id"]] and why["newer"] == []
+    assert [n["id"] for n in run.json("why", a["id"], now=now)["newer"]] == [b["id"], c["id"]]
+    assert ("supersede", a["id"]) in ledger_ops(vault_dir) and ("supersede", b["id"]) in ledger_ops(vault_dir)
+
+
+def test_conflicts_shows_what_an_add_would_do_without_writing(run, vault_dir):
+    old = run.json("add", "The team deploys on Fridays", "-n", "work")
+    before = sorted(p.name for p in vault_dir.rglob("*.md"))
+    ledger_before = (vault_dir / ".vaultmem" / "ledger.jsonl").read_bytes()
+    report = run.json("conflicts", "The team deploys on Tuesdays", "-n", "work")
+    assert [(r["id"], r["action"]) for r in report] == [(old["id"], "would supersede")]
+    assert run.json("conflicts", "Lunch is served at noon", "-n", "work") == []
+    assert sorted(p.name for p in vault_dir.rglob("*.md")) == before
+    assert (vault_dir / ".vaultmem" / "ledger.jsonl").read_bytes() == ledger_before
+
+
+def test_no_supersede_keeps_both_memories_active(run, vault_dir):
+    old = run.json("add", "The team deploys on Fridays", "-n", "work")
+    new = run.json("add", "The team deploys on Tuesdays", "-n", "work", "--no-supersede")
+    assert new["superseded"] == [] and props(vault_dir, old["path"])["status"] == "active"
+
+
+def test_the_same_memory_again_is_a_recurrence_not_a_copy(run, vault_dir, monkeypatch):
+    monkeypatch.setenv("VAULTMEM_SESSION", "s1")
+    first = run.json("add", "Alice prefers tabs over spaces", "-n", "people")
+    monkeypatch.setenv("VAULTMEM_SESSION", "s2")
+    again = run.json("add", "Alice prefers tabs over spaces", "-n", "people", now="2026-01-06T10:00:00")
+    assert again["action"] == "recurrence" and again["id"] == first["id"]
+    assert len(list((vault_dir / "memories" / "people").glob("*.md"))) == 1
+    assert props(vault_dir, first["path"])["sessions"] == ["s1", "s2"]
+    assert props(vault_dir, first["path"])["days"] == ["2026-01-05", "2026-01-06"]
+    copy = run.json("add", "Alice prefers tabs over spaces", "-n", "people", "--allow-duplicate")
+    assert copy["action"] == "added" and copy["id"] != first["id"]
+
+
+def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
+    wrong = run.json("add", "The office wifi password rotates monthly", "-n", "office")
+    fixed = run.json("correct", wrong["id"], "The office wifi password rotates every quarter",
+                     "--reason", "IT changed the policy")
+    assert fixed["superseded"] == [wrong["id"]]
+    old = props(vault_dir, wrong["path"])
+    assert old["status"] == "superseded" and old["lapses"] == 0 and old["reps"] == 1
+    assert old["superseded_by"] == f"[[{fixed['path'].rsplit('/', 1)[1][:-3]}]]"
+    body = (vault_dir / fixed["path"]).read_text()
+    assert "rotates every quarter" in body and "which said: The office wifi password rotates monthly" in body
+    assert "Why: IT changed the policy" in body
+    review = [json.loads(line) for line in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
+    assert review[-1]["rating"] == "again" and "IT changed the policy" in review[-1]["comment"]
+    run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
+
+
+def test_an_unclear_conflict_marks_both_contested_and_prompt_says_so(run, vault_dir):
+    a = run.json("add", "Alice leads the billing team in Berlin", "-n", "org")
+    b = run.json("add", "Bob leads the billing team in Paris", "-n", "org")
+    assert b["contested"] == [a["id"]] and b["superseded"] == []
+    assert props(vault_dir, a["path"])["contested"] is True and props(vault_dir, b["path"])["contested"] is True
+    block = run.json("prompt")
+    labels = {m["id"]: m["label"] for m in block["memories"]}
+    assert labels == {a["id"]: "contested", b["id"]: "contested"}
+    assert f"[{a['id']}] (org, contested)" in block["text"]
+    assert run.json("health")["contested"] == [sorted([a["id"], b["id"]])]
+
+
+# ---------------------------------------------------------------- tiers
+
+
+def _use(run, note_id, session, day, project="alpha"):
+    import os
+
+    os.environ["VAULTMEM_SESSION"], os.environ["VAULTMEM_PROJECT"] = session, project
+    try:
+        return run.json("grade", note_id, "good", now=f"{day}T10:00:00")
+    finally:
+        del os.environ["VAULTMEM_SESSION"], os.environ["VAULTMEM_PROJECT"]
+
+
+def test_promotion_is_earned_staged_and_adopted(run, vault_dir):
+    note = run.json("add", "Run the linters before every commit", "-n", "dev")
+    _use(run, note["id"], "s1", "2026-01-05")
+    _use(run, note["id"], "s2", "2026-01-05")
+    assert run.json("promote", now="2026-01-05T12:00:00") == []  # 3 sessions needed (with the add's own)
+    _use(run, note["id"], "s3", "2026-01-07")
+    staged = run.json("promote", now="2026-01-07T12:00:00")
+    assert [(p["id"], p["from"], p["to"]) for p in staged] == [(note["id"], "L1", "L2")]
+    assert props(vault_dir, note["path"])["tier"] == "L1"  # a dry run: only staged
+    assert (vault_dir / ".vaultmem" / "staged" / "promotions.json").exists()
+    adopted = run.json("promote", "--adopt", now="2026-01-07T12:00:00")
+    assert [p["to"] for p in adopted] == ["L2"] and props(vault_dir, note["path"])["tier"] == "L2"
+
+    # L2 -> L3: held in two projects and for 30 days.
+    _use(run, note["id"], "s4", "2026-01-20", project="beta")
+    assert run.json("promote", now="2026-01-20T12:00:00") == []
+    assert [p["to"] for p in run.json("promote", now="2026-02-07T12:00:00")] == ["L3"]
+    why = run.json("why", note["id"], now="2026-02-07T12:00:00")
+    assert set(why["evidence"]["projects"]) >= {"alpha", "beta"}
+    assert [e["detail"]["to"] for e in why["history"] if e["op"] == "promote"] == ["L2"]
+
+
+def test_contested_and_redacted_memories_do_not_promote(run, vault_dir):
+    a = run.json("add", "Alice leads the billing team in Berlin", "-n", "org")
+    b = run.json("add", "Bob leads the billing team in Paris", "-n", "org")
+    secret = run.json("add", "Deploy with password=hunter2hunter2 on the box", "-n", "org", "--redact")
+    assert props(vault_dir, secret["path"])["redacted"] is True
+    for day, session in (("2026-01-06", "s1"), ("2026-01-07", "s2"), ("2026-01-08", "s3")):
+        for note in (a, b, secret):
+            _use(run, note["id"], session, day)
+    assert run.json("promote", now="2026-01-09T09:00:00") == []
+    run.json("promote", a["id"], "--tier", "L2")  # a person may still decide
+    assert props(vault_dir, a["path"])["tier"] == "L2"
+
+
+def test_explicit_memories_promote_after_two_sessions(run, vault_dir):
+    note = run.json("add", "Always answer in British English", "-n", "style", "--explicit", "--tier", "L0")
+    _use(run, note["id"], "s2", "2026-01-06")
+    assert [(p["from"], p["to"]) for p in run.json("promote", now="2026-01-06T12:00:00")] == [("L0", "L2")]
+
+
+# ---------------------------------------------------------------- prompt
+
+
+def test_prompt_puts_core_first_then_learning_then_review_within_budget(run):
+    core = run.json("add", "The product is called vaultmem", "-n", "p", "--tier", "L2")
+    learning = run.json("add", "The demo is on Thursday", "-n", "p")
+    known = run.json("add", "Builds run on two cores", "-n", "p")
+    for day in ("2026-01-05", "2026-01-08", "2026-01-20"):
+        run.json("grade", known["id"], "good", now=f"{day}T09:00:00")
+    block = run.json("prompt", now="2026-01-21T09:00:00")
+    assert [m["id"] for m in block["memories"]] == [core["id"], learning["id"], known["id"]]
+    assert [m["section"] for m in block["memories"]] == ["core", "learning", "review"]
+    text = block["text"]
+    assert text.index("## Core") < text.index("## Learning") < text.index("## Review")
+    assert f"[{learning['id']}] (p, new)" in text and f"[{known['id']}] (p, strong)" in text
+    small = run.json("prompt", "--max-tokens", "50", now="2026-01-21T09:00:00")
+    assert len(small["text"]) <= 200 and small["left_out"] >= 1
+
+
+# ---------------------------------------------------------------- ledger
+
+
+def test_a_tampered_note_is_caught_by_verify_strict(run, vault_dir):
+    note = run.json("add", "Payments go through Stripe", "-n", "billing")
+    run("verify", "--strict")
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text().replace("Stripe", "PayPal"))
+    result = run("verify", "--strict", "--json", expect=4)
+    changes = json.loads(result.stdout)["changes"]
+    assert [(c["kind"], c["where"]) for c in changes] == [("unrecorded edit", note["path"])]
+    run("verify", "--strict", expect=4)  # strict records nothing
+    assert run.json("health")["ledger"]["unrecorded"][0]["where"] == note["path"]
+
+
+def test_verify_records_a_hand_edit_once_then_strict_passes(run, vault_dir):
+    note = run.json("add", "Payments go through Stripe", "-n", "billing")
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text() + "\nAdded by a person.\n")
+    assert run.json("verify")["recorded"] == 1
+    run("verify", "--strict")
+    assert ledger_ops(vault_dir)[-1] == ("external-edit", note["id"])
+
+
+def test_vaultmem_records_a_hand_edit_it_finds_before_rewriting(run, vault_dir):
+    note = run.json("add", "Payments go through Stripe", "-n", "billing")
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text() + "\nEdited in Obsidian.\n")
+    run("grade", note["id"], "good")
+    assert ledger_ops(vault_dir)[-2:] == [("external-edit", note["id"]), ("grade", note["id"])]
+    run("verify", "--strict")
+
+
+def test_an_edited_or_removed_ledger_line_breaks_the_chain(run, vault_dir):
+    for text in ("One fact about cats", "Two facts about dogs", "Three facts about owls"):
+        run.json("add", text, "-n", "zoo")
+    ledger = vault_dir / ".vaultmem" / "ledger.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text(lines[0] + lines[2])
+    result = json.loads(run("verify", "--json", expect=4).stdout)
+    assert result["breaks"][0]["where"] == "ledger.jsonl line 2"
+    record = json.loads(lines[1])
+    record["op"] = "grade"
+    ledger.write_text(lines[0] + json.dumps(record) + "\n" + lines[2])
+    assert "hash does not match" in json.loads(run("verify", "--json", expect=4).stdout)["breaks"][0]["detail"]
+
+
+def test_nfc_and_nfd_text_hash_the_same(run, vault_dir):
+    assert content_hash("Caf\u00e9 in Z\u00fcrich") == content_hash(unicodedata.normalize("NFD", "Caf\u00e9 in Z\u00fcrich"))
+    assert content_hash("a\r\nb") == content_hash("a\nb") and content_hash("a") != content_hash("b")
+    note = run.json("add", "Meet at the Café Zürich", "-n", "places")
+    path = vault_dir / note["path"]
+    path.write_bytes(unicodedata.normalize("NFD", path.read_text(encoding="utf-8")).encode("utf-8"))
+    run("verify", "--strict")  # an editor re-encoding the same text is not an edit
+
+
+def test_a_note_deleted_by_hand_is_reported_missing(run, vault_dir):
+    note = run.json("add", "Payments go through Stripe", "-n", "billing")
+    (vault_dir / note["path"]).unlink()
+    result = json.loads(run("verify", "--strict", "--json", expect=4).stdout)
+    assert [(c["kind"], c["where"]) for c in result["changes"]] == [("missing note", note["path"])]
+
+
+def test_archive_and_restore_are_on_the_ledger_and_verify_stays_clean(run, vault_dir):
+    note = run.json("add", "Payments go through Stripe", "-n", "billing")
+    run("archive", note["id"])
+    run("restore", note["id"])
+    assert [op for op, i in ledger_ops(vault_dir) if i == note["id"]] == ["add", "archive", "restore"]
+    run("verify", "--strict")
+
+
+# ---------------------------------------------------------------- redaction
+
+
+def test_secrets_are_refused_and_nothing_is_written(run, vault_dir):
+    token = "ghp_" + "a1B2c3D4" * 4 + "zz11"
+    result = run("add", f"Deploy token is {token}", "-n", "ops", expect=2)
+    assert "GitHub token" in result.stderr and token not in result.stderr and "--redact" in result.stderr
+    assert not list((vault_dir / "memories").rglob("*.md"))
+    assert not (vault_dir / ".vaultmem" / "ledger.jsonl").exists()
+    masked = run.json("add", f"Deploy token is {token}", "-n", "ops", "--redact")
+    text = (vault_dir / masked["path"]).read_text()
+    assert token not in text and "[REDACTED:GitHub token]" in text and props(vault_dir, masked["path"])["redacted"]
+
+
+def test_personal_data_is_caught_only_when_configured(run, vault_dir):
+    run.json("add", "Write to alice@example.com about invoices", "-n", "people")
+    config = vault_dir / ".vaultmem" / "config.yaml"
+    config.write_text(config.read_text().replace("emails: false", "emails: true"))
+    run("add", "Write to bob@example.com about refunds", "-n", "people", expect=2)
+
+
+def test_python_api_add_returns_what_happened(vault_dir):
+    vault = Vault(vault_dir)
+    first = vault.add("Staging runs Postgres 14", "infra")
+    second = vault.add("Staging runs Postgres 16", "infra")
+    assert first.action == "added" and second.superseded == (first.note.id,)
+    assert vault.get(first.note.id).status == "superseded"
+    assert [h.note.id for h in vault.recall("postgres on staging")] == [second.note.id]
