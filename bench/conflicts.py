@@ -1,0 +1,86 @@
+"""How well `vaultmem.conflicts.classify` labels pairs of memories.
+
+    python bench/conflicts.py                 # bench/data/conflict_pairs.jsonl
+    python bench/conflicts.py --errors        # also list every mislabelled pair
+    python bench/conflicts.py --data F.jsonl  # another labelled set
+
+The data is one JSON object a line: {"new", "old", "similarity", "relation"},
+hand-written across domains (dev ops, preferences, people and roles, schedules,
+places, food, travel; short notes and chat sentences; a few in Russian). The
+similarity is a plausible cosine for the pair, not a measured one. The set was
+written before the rules were run on it and is not used to tune them; the pairs
+in tests/test_conflicts.py are different ones.
+
+Prints one markdown table per relation (support, predicted, precision, recall),
+the confusion matrix (rows: gold, columns: predicted) and overall accuracy.
+Precision of "conflict" matters most: the caller supersedes the older memory on
+it. Always exits 0; it reports, it does not gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
+    sys.path.insert(0, str(ROOT))
+
+from vaultmem.conflicts import classify
+
+RELATIONS = ("duplicate", "conflict", "unclear", "compatible")
+DEFAULT_DATA = ROOT / "bench" / "data" / "conflict_pairs.jsonl"
+
+
+def load(path: Path) -> list[dict]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        if row["relation"] not in RELATIONS:
+            raise SystemExit(f"{path}: unknown relation {row['relation']!r}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--errors", action="store_true", help="list every mislabelled pair")
+    args = ap.parse_args(argv)
+
+    rows = load(args.data)
+    results = []
+    for row in rows:
+        verdict = classify(row["new"], row["old"], float(row["similarity"]))
+        results.append((row, verdict))
+    pairs = Counter((row["relation"], v.relation) for row, v in results)
+    correct = sum(pairs[(r, r)] for r in RELATIONS)
+
+    print(f"{len(rows)} pairs from {args.data.relative_to(ROOT) if args.data.is_relative_to(ROOT) else args.data}\n")
+    print("| relation | support | predicted | precision | recall |")
+    print("|---|---:|---:|---:|---:|")
+    for rel in RELATIONS:
+        support = sum(pairs[(rel, p)] for p in RELATIONS)
+        predicted = sum(pairs[(g, rel)] for g in RELATIONS)
+        precision = f"{pairs[(rel, rel)] / predicted:.2f}" if predicted else "n/a"
+        recall = f"{pairs[(rel, rel)] / support:.2f}" if support else "n/a"
+        print(f"| {rel} | {support} | {predicted} | {precision} | {recall} |")
+
+    print("\nconfusion (rows: gold, columns: predicted)\n")
+    print("| gold \\ predicted | " + " | ".join(RELATIONS) + " |")
+    print("|---|" + "---:|" * len(RELATIONS))
+    for gold in RELATIONS:
+        print(f"| {gold} | " + " | ".join(str(pairs[(gold, p)]) for p in RELATIONS) + " |")
+    print(f"\naccuracy: {correct}/{len(rows)} = {correct / len(rows):.2f}")
+
+    if args.errors:
+        print("\nmislabelled (gold -> predicted: reason)\n")
+        for row, v in results:
+            if v.relation != row["relation"]:
+                print(f"- {row['relation']} -> {v.relation}: {v.reason}\n    new: {row['new']}\n    old: {row['old']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

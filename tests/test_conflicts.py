@@ -1,0 +1,129 @@
+"""vaultmem.conflicts.classify: duplicate / conflict / unclear / compatible for two memory texts.
+
+The pairs here are kept different from bench/data/conflict_pairs.jsonl (the bench
+measures the rules on pairs they were not written against).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from vaultmem import conflicts
+from vaultmem.conflicts import Verdict, classify
+
+D, C, U, P = "duplicate", "conflict", "unclear", "compatible"
+
+CASES = [
+    # duplicates: the same statement again, reworded or not
+    ("exact", "Staging runs Postgres 16", "Staging runs Postgres 16.", 0.99, D),
+    ("paraphrase-weekday", "We deploy every Friday", "Deploys happen on Fridays", 0.88, D),
+    ("iso-vs-words-date", "The release is on 2024-05-03", "The release is on 3 May 2024", 0.9, D),
+    ("passive", "Bob handles the billing alerts", "Billing alerts are handled by Bob", 0.9, D),
+    ("user-is-i", "The user prefers dark mode", "I prefer dark mode", 0.9, D),
+    ("chat-filler", "fyi our CI runs on GitHub Actions", "CI runs on GitHub Actions", 0.9, D),
+    ("time-formats", "Nightly backups start at 1am", "Nightly backups start at 01:00", 0.93, D),
+    ("acronym-synonym", "The DB snapshot runs at noon", "The database snapshot runs at noon", 0.95, D),
+    ("both-negated", "Alice doesn't drink coffee", "Alice does not drink coffee", 0.97, D),
+    # conflicts: one value in the same slot, a negation, an antonym, another choice
+    ("version-number", "Staging runs Postgres 14", "Staging runs Postgres 16", 0.95, C),
+    ("dotted-version", "The build agents use Python 3.11", "The build agents use Python 3.12", 0.96, C),
+    ("weekday", "We deploy on Tuesdays", "We deploy on Fridays", 0.9, C),
+    ("iso-dates", "The launch is on 2024-09-02", "The launch is on 2024-09-09", 0.95, C),
+    ("word-dates", "The offsite is on 14 October", "The offsite is on October 21", 0.93, C),
+    ("month", "Our fiscal year starts in April", "Our fiscal year starts in July", 0.92, C),
+    ("time", "Standup is at 10am", "Standup is at 9:30", 0.9, C),
+    ("owner-at-start", "Alice owns billing", "Bob owns billing", 0.85, C),
+    ("owner-in-passive", "Billing is owned by Alice", "Billing is owned by Bob", 0.9, C),
+    ("no-longer", "We no longer use Redis for sessions", "We use Redis for sessions", 0.9, C),
+    ("dont", "We don't use Redis for sessions", "We use Redis for sessions", 0.92, C),
+    ("preference-slot", "Alice prefers tabs", "Alice prefers spaces", 0.85, C),
+    ("antonym", "Alice dislikes olives", "Alice likes olives", 0.85, C),
+    ("quoted", 'The API key lives in "prod-secrets"', 'The API key lives in "ops-vault"', 0.9, C),
+    ("switched-from", "We switched the team chat from Slack to Discord", "The team chat is Slack", 0.8, C),
+    ("russian-negation", "Я не пью кофе", "Я пью кофе", 0.9, C),
+    ("listens-on-port", "The proxy listens on port 3128", "The proxy listens on port 8888", 0.94, C),
+    # unclear: same subject, but not one clean difference
+    ("two-values", "We deploy on Fridays at 16:00", "We deploy on Mondays at 9:00", 0.88, U),
+    ("two-values-versions", "Postgres 14 runs on staging-db-1", "Postgres 16 runs on staging-db-2", 0.9, U),
+    ("hedged", "Staging probably runs Postgres 15", "Staging runs Postgres 16", 0.9, U),
+    ("negation-plus-more", "We don't use Redis for caching anymore, we use Valkey", "We use Redis for caching", 0.85, U),
+    ("word-not-value", "The deploy script is fragile", "The deploy script is fast", 0.86, U),
+    ("similarity-only", "Reviews need two approvals", "Merges require a second reviewer", 0.85, U),
+    ("sentence-start-not-name", "Staging uses Redis 7", "Production uses Redis 7", 0.9, U),
+    ("swapped-roles", "Alice reports to Bob", "Bob reports to Alice", 0.95, U),
+    ("qualified", "We deploy on Fridays except in December", "We deploy on Fridays", 0.88, U),
+    # compatible: different facts that can both hold
+    ("different-attribute", "Staging runs Postgres 16", "Staging runs in eu-west-1", 0.7, P),
+    ("additive-likes", "Alice likes tea", "Alice likes biscuits", 0.7, P),
+    ("additive-speaks", "Alice speaks French", "Alice speaks Italian", 0.75, P),
+    ("additive-visits", "Alice visited Rome in 2019", "Alice visited Paris in 2021", 0.75, P),
+    ("owns-two-things", "Alice owns search", "Alice owns billing", 0.8, P),
+    ("day-vs-tool", "We deploy with Helm", "We deploy on Fridays", 0.72, P),
+    ("time-vs-room", "Standup is in room 4B", "Standup is at 9:30", 0.7, P),
+    ("adds-detail", "Standup is at 9:30 in the small meeting room", "Standup is at 9:30", 0.85, P),
+    ("unrelated", "The cat is called Miso", "We deploy on Fridays", 0.3, P),
+]
+
+
+@pytest.mark.parametrize(("new", "old", "similarity", "relation"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_classify(new: str, old: str, similarity: float, relation: str) -> None:
+    verdict = classify(new, old, similarity)
+    assert verdict.relation == relation, verdict.reason
+    assert verdict.reason and "\n" not in verdict.reason
+
+
+@pytest.mark.parametrize(("new", "old", "reason"), [
+    ("Staging runs Postgres 14", "Staging runs Postgres 16", "numbers differ: 14 vs 16"),
+    ("We deploy on Tuesdays", "We deploy on Fridays", "days differ: Tuesdays vs Fridays"),
+    ("Alice does not drink coffee", "Alice drinks coffee", "negation: 'does not drink' vs 'drinks'"),
+    ("Alice drinks coffee", "Alice does not drink coffee", "negation: 'drinks' vs 'does not drink'"),
+    ("Alice dislikes olives", "Alice likes olives", "opposites: 'dislikes' vs 'likes'"),
+    ("Staging runs Postgres 16", "Staging runs Postgres 16", "same statement"),
+], ids=["numbers", "days", "negation-new", "negation-old", "antonym", "same"])
+def test_reason_names_the_difference(new: str, old: str, reason: str) -> None:
+    assert classify(new, old, 0.9).reason == reason
+
+
+def test_low_similarity_and_overlap_is_compatible_even_with_a_value() -> None:
+    assert classify("Port 8080 is open", "We deploy on Fridays at 16:00", 0.2).relation == P
+
+
+@pytest.mark.parametrize(("new", "old"), [("", "Staging runs Postgres 16"), ("!!!", "???"), ("and the", "of a")],
+                         ids=["empty", "punctuation", "stopwords"])
+def test_nothing_to_compare_is_compatible(new: str, old: str) -> None:
+    assert classify(new, old, 0.9).relation == P
+
+
+def test_a_lone_value_with_no_shared_context_is_not_a_conflict() -> None:
+    assert classify("Kim", "Ana", 0.9).relation == U
+
+
+def test_high_similarity_alone_is_never_a_conflict() -> None:
+    assert classify("Our retro happens biweekly", "Sprint reviews are held on alternate weeks", 0.92).relation != C
+
+
+def test_verdict_is_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        classify("a", "b", 0.5).relation = "conflict"  # type: ignore[misc]
+    assert Verdict("duplicate", "same statement") == Verdict("duplicate", "same statement")
+
+
+def test_module_is_pure_stdlib() -> None:
+    tree = ast.parse(Path(conflicts.__file__).read_text(encoding="utf-8"))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= {"__future__", "re", "unicodedata", "dataclasses"}, imported
+
+
+def test_test_pairs_are_not_bench_pairs() -> None:
+    bench = Path(__file__).resolve().parents[1] / "bench" / "data" / "conflict_pairs.jsonl"
+    if not bench.exists():
+        pytest.skip("no bench data in this checkout")
+    rows = [json.loads(line) for line in bench.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bench_pairs = {(r["new"], r["old"]) for r in rows}
+    assert not bench_pairs & {(c[1], c[2]) for c in CASES}

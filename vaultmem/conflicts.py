@@ -1,0 +1,363 @@
+"""Does a new memory repeat, contradict or sit beside an existing one?
+
+`classify(new, old, similarity)` compares two short memory texts that the search layer
+already found on a similar subject (it passes the cosine similarity of their embeddings):
+
+- "duplicate": the same statement again; the caller records a recurrence.
+- "conflict": the same subject with one different value (number, version, time, date,
+  weekday, month, a name in the same slot), a negation or antonym of the same statement,
+  another choice after "prefers"/"favourite". The caller supersedes the older memory, so
+  this is said only for clean cases; when in doubt the answer is "unclear".
+- "unclear": same subject, something differs but not cleanly; both get contested.
+- "compatible": different facts that can both hold.
+
+Rules, not a model: it runs on every write, explains itself in one line ("numbers differ:
+14 vs 16") and must not supersede on a guess. Pure and stdlib only: no I/O, no click, no
+numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
+
+1. Tokens: Unicode words, lower case, light suffix stripping (deploys/deployed -> deploy),
+   a few synonyms (db -> database). Values keep their shape: number/version (3.11), time
+   (9:30, 3pm), date (2024-06-14, "12 March", a month, a year), weekday, name (capitalised
+   not at sentence start, ALLCAPS, GitHub; runs merged: "VS Code"), weak name (capitalised
+   at sentence start: "Alice" but also "Staging"), code (eu-west-1), quoted string.
+   Stopwords, chat filler ("btw", "remember that") and "user" (the default subject) go.
+   Negation cues (not, n't, no, never, no longer, without, stopped, "used to"; не, нет,
+   без, никогда) and antonyms (dislikes = not likes) set a polarity; the value after
+   "instead of", "rather than", "switched from" is not asserted.
+2. Under half of the smaller side's content words shared and similarity < 0.8: compatible.
+3. Same words swapped around over/than/from/to: unclear.
+4. Polarity differs: conflict if nothing else differs, else unclear.
+5. Nothing differs: duplicate. Only one side adds words: a qualifier (except, only,
+   sometimes) -> unclear; one word at similarity >= 0.85 -> duplicate; else compatible.
+6. The slot: one value differs on each side, same kind, same neighbour left or right:
+   conflict; but a name after an additive verb (likes, speaks, visited) is compatible, a
+   number there unclear, a weak name without a role word (owns, leads, on call) unclear.
+   Values of different kinds: compatible ("on Fridays" vs "with ArgoCD"). One plain word
+   each side: conflict after an exclusive word (prefers, favourite, default, main),
+   compatible after an additive or role word, else unclear.
+7. Otherwise compatible if an additive verb is shared, else unclear.
+A hedge (probably, maybe, I think, might) turns a conflict into unclear.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Verdict:
+    relation: str  # "duplicate" | "conflict" | "unclear" | "compatible"
+    reason: str
+
+
+def _ws(s: str) -> list[str]:
+    return s.split()
+
+
+STOP = set(_ws("""a an the and or but if then so as of to in on at for by with from into onto over under about after
+ before between than vs versus via per is are was were be been being am do does did done doing have has had having will
+ would shall should can could may might must i me my mine myself we us our ours you your yours he him his she her hers
+ they them their it its this that these those there here who whom whose which what when where why how all any each every
+ both either some such also just really actually basically finally anyway hey hi please ok okay so up out let instead
+ rather longer anymore user users go goes going gone get gets happen happens located based currently now still even very
+ too whoever whatever и в во на с со по для мы я ты вы он она оно они это что как у к о об из за от до же бы ли но а то
+ больше"""))
+HEDGES = set(_ws("probably maybe perhaps might possibly think guess unsure roughly approximately around believe seems"))
+STOP |= HEDGES
+NEG = set(_ws("not no never without none nobody nothing cannot stopped quit ceased не нет никогда без"))
+AUX = set(_ws("do does did is are was were am will would can could should have has had больше"))
+BE = set(_ws("is are was were be been being get gets got"))
+DIRECTION = set(_ws("over than vs versus from to before after instead rather"))
+SYN = {"db": "database", "led": "lead", "ran": "run", "began": "start", "begun": "start", "met": "meet", "went": "go",
+       "using": "use", "used": "use", "favourite": "favorite", "colour": "color"}
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ws("zero one two three four five six seven eight nine ten eleven twelve"))}
+MONTHS = {m: i + 1 for i, m in enumerate(_ws("january february march april may june july august september october "
+                                             "november december"))}
+MONTHS |= {m[:3]: i for m, i in list(MONTHS.items()) if m not in ("march", "may")} | {"sept": 9}
+WEEKDAYS = _ws("monday tuesday wednesday thursday friday saturday sunday")
+RU_DAYS = dict(zip(_ws("понедельник вторник сред четверг пятниц суббот воскресень"), WEEKDAYS))
+_MONTH_RE = (r"(?:(?i:january|february|april|june|july|august|september|october|november|december|jan|feb|apr|jun|jul"
+             r"|aug|sept?|oct|nov|dec)|May|March|MAY|MARCH)")
+_TOKEN = re.compile(
+    r"(?P<quote>[\"“«`][^\"”»`\n]{1,80}[\"”»`])|(?P<iso>\d{4}-\d\d-\d\d)"
+    rf"|(?P<date>\b(?:\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+{_MONTH_RE}|{_MONTH_RE}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"|{_MONTH_RE}(?=,?\s+\d{{4}}))(?:,?\s+\d{{4}})?\b)"
+    r"|(?P<time>\b\d{1,2}(?::\d\d)?\s?[ap]\.?m\b\.?)|(?P<word>\w+(?:(?:[.:/'’-]|(?<=\d),(?=\d))\w+)*)|(?P<punct>[.!?;:\n,])")
+_FILLER = re.compile(r"\b(?:just so you (?:know|remember)|you know|heads up|fyi|btw|by the way|quick update|"
+                     r"(?:can you |please )?remember(?: that)?|note that)\b", re.IGNORECASE)
+_NUM = re.compile(r"v?(\d+(?:[.,]\d+)*)(st|nd|rd|th|k|m|mb|gb|kb|tb|ms|s|h|min|x)?")
+_RU_END = re.compile(r"(?:ами|ями|ого|его|ому|ему|ыми|ими|ая|яя|ое|ее|ые|ие|ый|ий|ой|ую|юю|ем|им|ом|ам|ям|ах|ях|ют|ут|ет"
+                     r"|ит|ат|ят|а|я|о|е|ы|и|у|ю|ь|й)$")
+
+
+def _stem(w: str) -> str:
+    if not w.isascii():
+        return _RU_END.sub("", w) if len(w) > 4 and w.isalpha() else w
+    if not w.isalpha() or len(w) < 4:
+        return w
+    for suf, keep in (("ies", 3), ("ing", 3), ("ed", 3), ("ly", 4), ("es", 3), ("s", 3)):
+        if w.endswith(suf) and not (suf == "s" and w[-2] in "sui"):
+            stem = w[: -len(suf)] + ("y" if suf == "ies" else "")
+            if len(stem) < keep:
+                continue
+            if suf in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] in "bgmnprt":
+                stem = stem[:-1]
+            w = stem
+            break
+    return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+def _stems(s: str) -> set[str]:
+    return {_stem(w) for w in _ws(s)}
+
+
+LIGHT = _stems("use run make keep set stay remain move switch change migrate upgrade downgrade update become start new latest "
+               "again since")
+CHANGE = _stems("switch move migrate change upgrade downgrade replace")
+ADDITIVE = _stems("like love enjoy speak visit know play collect read watch eat drink cook learn study attend support allergic")
+ROLE = _stems("own owner lead manage manager maintain maintainer responsible charge head call assign assignee")
+EXCLUSIVE = _stems("prefer favorite default main primary usual current best")
+QUALIFIERS = _stems("except only sometimes rarely mostly usually unless partly occasionally")
+POLAR = {_stem(k): _stem(v) for k, v in (("dislike", "like"), ("hate", "like"), ("detest", "like"),
+         ("disable", "enable"), ("disallow", "allow"), ("forbid", "allow"), ("exclude", "include"),
+         ("unavailable", "available"), ("inactive", "active"), ("private", "public"), ("avoid", "prefer"),
+         ("disagree", "agree"), ("reject", "accept"), ("false", "true"))}
+SAME = {_stem(k): _stem(v) for k, v in (("love", "like"), ("enjoy", "like"), ("begin", "start"))}
+FAMILY = {"weak": "name", "time": "num"}
+LABEL = {"num": "numbers", "date": "dates", "day": "days", "name": "names", "code": "values", "quote": "quoted values"}
+
+
+@dataclass(eq=False)
+class _Tok:
+    key: str
+    kind: str  # word stop neg punct | values: num time date day name weak code quote
+    raw: str
+    flip: bool = False
+    out: bool = False  # retracted: "instead of X"
+
+
+@dataclass
+class _Parsed:
+    toks: list[_Tok]
+    content: list[_Tok]  # what the text asserts: no stopwords, negation cues or retracted values
+    neg: int  # negation cues + antonyms; odd = negated
+    hedged: bool
+
+
+def _value(lw: str, raw: str) -> _Tok | None:
+    if m := re.fullmatch(r"(\d{1,2}):(\d\d)", lw):
+        return _Tok(f"{int(m[1]):02d}:{m[2]}", "time", raw)
+    if re.fullmatch(r"(?:19|20)\d\d", lw):
+        return _Tok(f"{lw}-??-??", "date", raw)
+    if m := _NUM.fullmatch(lw):
+        return _Tok((m[1] + (m[2] if m[2] and m[2] not in ("st", "nd", "rd", "th") else "")).replace(",", ""), "num", raw)
+    if lw in NUMBER_WORDS:
+        return _Tok(NUMBER_WORDS[lw], "num", raw)
+    if lw in MONTHS and (raw[0].isupper() or lw not in ("may", "march")):
+        return _Tok(f"????-{MONTHS[lw]:02d}-??", "date", raw)
+    day = lw.rstrip("s") if lw.rstrip("s") in WEEKDAYS else next((v for k, v in RU_DAYS.items() if lw.startswith(k)), "")
+    if day:
+        return _Tok(day, "day", raw)
+    return _Tok(lw, "code", raw) if any(c.isdigit() for c in lw) else None
+
+
+def _word(raw: str, start: bool) -> _Tok:
+    lw = raw.lower().replace("’", "'")
+    if lw.endswith("n't") or lw in NEG:
+        return _Tok(lw, "neg", raw)
+    if "'" in lw:
+        lw, _, suffix = lw.partition("'")
+        raw = raw[: len(lw)]
+        if suffix != "s":  # I've, we're, I'm
+            return _Tok(lw, "stop", raw)
+    if tok := _value(lw, raw):
+        return tok
+    if raw.isupper() and len(raw) > 1 and lw not in SYN:
+        return _Tok(lw, "name", raw)
+    if lw in SYN:  # a known common word, even as "DB"
+        raw, lw = raw.lower(), SYN[lw]
+    if lw in STOP:
+        return _Tok(lw, "stop", raw)
+    if raw[0].isupper():
+        return _Tok(lw, "weak" if start and raw[1:].islower() else "name", raw)
+    if any(c in lw for c in "._/"):
+        return _Tok(lw, "code", raw)
+    key = _stem(lw)
+    return _Tok(SAME.get(POLAR.get(key, key), POLAR.get(key, key)), "word", raw, flip=key in POLAR)
+
+
+def _date_key(s: str) -> str:
+    nums = re.findall(r"\d+", s)
+    month = MONTHS[re.search(_MONTH_RE, s)[0].lower()]
+    day = next((f"{int(n):02d}" for n in nums if len(n) <= 2), "??")
+    return f"{next((n for n in nums if len(n) == 4), '????')}-{month:02d}-{day}"
+
+
+def _content(t: _Tok) -> bool:
+    return t.kind not in ("stop", "neg", "punct") and not t.out
+
+
+def _parse(text: str) -> _Parsed:
+    text = _FILLER.sub(" ", unicodedata.normalize("NFKC", text))
+    toks: list[_Tok] = []
+    start, prev_end = True, 0
+    for m in _TOKEN.finditer(text):
+        kind, s = m.lastgroup, m[0]
+        if kind == "punct":
+            toks.append(_Tok(s, "punct", s))
+            start = start or s != ","
+            continue
+        if kind == "quote":
+            new = [_Tok(" ".join(s[1:-1].lower().split()), "quote", s)]
+        elif kind in ("iso", "date"):
+            new = [_Tok(s if kind == "iso" else _date_key(s), "date", s)]
+        elif kind == "time":
+            h, mm, ap = re.fullmatch(r"(\d+)(?::(\d\d))?\s?([ap])\.?m\.?", s.lower()).groups()
+            new = [_Tok(f"{int(h) % 12 + (12 if ap == 'p' else 0):02d}:{mm or '00'}", "time", s)]
+        else:
+            parts = s.split("-") if "-" in s and not any(c.isdigit() for c in s) else [s]
+            new = [_word(p, start and i == 0) for i, p in enumerate(parts) if p]
+        for t in new:  # runs of capitalised words are one name: "VS Code", "GitHub Actions"
+            last = toks[-1] if toks else None
+            if last and {t.kind, last.kind} <= {"name", "weak"} and not text[prev_end:m.start()].strip(" -"):
+                last.key, last.raw, last.kind = f"{last.key} {t.key}", f"{last.raw} {t.raw}", "name"
+            else:
+                toks.append(t)
+            prev_end = m.end()
+        start = False
+    for i, t in enumerate(toks):
+        nxt = toks[i + 1].key if i + 1 < len(toks) else ""
+        if t.raw.lower() == "used" and nxt == "to" and (i == 0 or toks[i - 1].key not in BE):
+            t.kind = "neg"  # "Priya used to own X" = no longer
+        retract = (t.key, nxt) in (("instead", "of"), ("rather", "than")) or (
+            t.key == "from" and any(u.kind == "word" and u.key in CHANGE for u in toks[:i]))
+        if retract and (target := next((u for u in toks[i + 1:] if _content(u)), None)):
+            target.out = True
+    return _Parsed(toks, [t for t in toks if _content(t)], sum(t.kind == "neg" or t.flip for t in toks),
+                   any(t.key in HEDGES for t in toks))
+
+
+def _same_date(x: str, y: str) -> bool:
+    pairs = [(p, q) for p, q in zip(x.split("-"), y.split("-")) if "?" not in p + q]
+    return bool(pairs) and all(p == q for p, q in pairs)
+
+
+def _around(t: _Tok, p: _Parsed) -> tuple[str | None, str | None]:
+    seq = [u for u in p.content if u is t or u.kind != "word" or u.key not in LIGHT]
+    i = seq.index(t)
+    return (seq[i - 1].key if i else None), (seq[i + 1].key if i + 1 < len(seq) else None)
+
+
+def _pairs(p: _Parsed) -> set[tuple[str, str]]:
+    out = set()
+    for i, t in enumerate(p.toks):
+        if t.kind == "stop" and t.key in DIRECTION:
+            before = next((u.key for u in reversed(p.toks[:i]) if _content(u)), None)
+            after = next((u.key for u in p.toks[i + 1:] if _content(u)), None)
+            if before and after:
+                out.add((before, after))
+    return out
+
+
+def _neg_phrase(p: _Parsed, other: _Parsed) -> tuple[str, str]:
+    for i, t in enumerate(p.toks):
+        if t.flip:
+            return t.raw, next((u.raw for u in other.content if u.key == t.key), t.key)
+        if t.kind == "neg":
+            j = i - 1 if i and p.toks[i - 1].key in AUX else i
+            k = next((k for k in range(i + 1, len(p.toks)) if _content(p.toks[k])), i)
+            word = next((u.raw for u in other.content if u.key == p.toks[k].key), "") if k > i else ""
+            return " ".join(u.raw for u in p.toks[j:k + 1]), word or "(affirmative)"
+    return "", ""
+
+
+def _show(toks: list[_Tok]) -> str:
+    return ", ".join(t.raw for t in toks[:4]) or "nothing"
+
+
+def classify(new: str, old: str, similarity: float) -> Verdict:
+    """How `new` relates to `old`: duplicate, conflict, unclear or compatible (see the module docstring)."""
+    if (norm := re.sub(r"[\W_]+", " ", new.lower()).strip()) == re.sub(r"[\W_]+", " ", old.lower()).strip() and norm:
+        return Verdict("duplicate", "same statement")
+    a, b = _parse(new), _parse(old)
+    if not a.content or not b.content:
+        return Verdict("compatible", "nothing to compare")
+    for p, q in ((a, b), (b, a)):  # "Deploys happen..." at sentence start is the word "deploy", not a name
+        words = {t.key for t in p.content + q.content if t.kind == "word"}
+        for t in p.content:
+            if t.kind == "weak" and _stem(t.key) in words:
+                t.kind, t.key = "word", _stem(t.key)
+    keys_b = {t.key for t in b.content}
+    only_a = list({t.key: t for t in a.content if t.key not in keys_b}.values())
+    only_b = list({t.key: t for t in b.content if t.key not in {u.key for u in a.content}}.values())
+    for x in [t for t in only_a if t.kind == "date"]:  # "2024-06-14" and "June 14" are the same date
+        if y := next((y for y in only_b if y.kind == "date" and _same_date(x.key, y.key)), None):
+            only_a.remove(x)
+            only_b.remove(y)
+    keys_a = {t.key for t in a.content}
+    shared = [t for t in {t.key: t for t in a.content}.values() if t not in only_a]
+    if len(shared) / max(1, min(len(keys_a), len(keys_b))) < 0.5 and similarity < 0.8:
+        return Verdict("compatible", f"different subjects (shared: {_show(shared)})")
+    hedge = " (hedged)" if a.hedged or b.hedged else ""
+
+    def conflict(reason: str) -> Verdict:  # a slot needs shared context: "Kim" vs "Ana" alone says nothing
+        if not shared:
+            return Verdict("unclear", reason + " (nothing else shared)")
+        return Verdict("unclear" if hedge else "conflict", reason + hedge)
+
+    pa, pb = _pairs(a), _pairs(b)
+    values_a, values_b = [t.key for t in a.content if t.kind != "word"], [t.key for t in b.content if t.kind != "word"]
+    if any((y, x) in pb for x, y in pa if x != y) or (
+            pa and pb and sorted(values_a) == sorted(values_b) and values_a != values_b):
+        return Verdict("unclear", "same words in a different order")
+    vals_a, vals_b = [t for t in only_a if t.kind != "word"], [t for t in only_b if t.kind != "word"]
+    heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT]
+    heavy_b = [t for t in only_b if t.kind == "word" and t.key not in LIGHT]
+    cues = {t.key for t in shared if t.kind == "word"}
+    if a.neg % 2 != b.neg % 2:
+        if vals_a or vals_b or heavy_a or heavy_b:
+            return Verdict("unclear", f"negation and other differences: {_show(only_a)} vs {_show(only_b)}")
+        x, y = _neg_phrase(a, b) if a.neg % 2 else _neg_phrase(b, a)[::-1]
+        return conflict(f"{'opposites' if any(t.flip for t in a.toks + b.toks) else 'negation'}: '{x}' vs '{y}'")
+    diff_a, diff_b = vals_a + heavy_a, vals_b + heavy_b
+    if not diff_a and not diff_b:
+        return Verdict("duplicate", "same content words")
+    if not diff_a or not diff_b:
+        extra = diff_a or diff_b
+        if any(t.key in QUALIFIERS for t in extra):
+            return Verdict("unclear", f"one side is qualified: {_show(extra)}")
+        if len(extra) == 1 and extra[0].kind == "word" and similarity >= 0.85:
+            return Verdict("duplicate", f"same statement with one more word: {extra[0].raw}")
+        return Verdict("compatible", f"adds detail: {_show(extra)}")
+    if len(vals_a) == len(vals_b) == 1 and not heavy_a and not heavy_b:
+        x, y = vals_a[0], vals_b[0]
+        fam_x, fam_y = FAMILY.get(x.kind, x.kind), FAMILY.get(y.kind, y.kind)
+        if fam_x != fam_y:
+            return Verdict("compatible", f"different details: {x.raw} / {y.raw}")
+        (la, ra), (lb, rb) = _around(x, a), _around(y, b)
+        if la != lb and ra != rb:
+            return Verdict("unclear", f"values differ in different places: {x.raw} vs {y.raw}")
+        reason = f"{LABEL[fam_x]} differ: {x.raw} vs {y.raw}"
+        if fam_x == "name" and not cues & ROLE:
+            if cues & ADDITIVE:
+                return Verdict("compatible", f"both can hold: {x.raw} / {y.raw}")
+            if "weak" in (x.kind, y.kind):
+                return Verdict("unclear", reason + " (may not be names)")
+        elif cues & ADDITIVE and not cues & ROLE:
+            return Verdict("unclear", reason + " (both may hold)")
+        return conflict(reason)
+    if not vals_a and not vals_b and len(heavy_a) == len(heavy_b) == 1:
+        x, y = heavy_a[0], heavy_b[0]
+        (la, ra), (lb, rb) = _around(x, a), _around(y, b)
+        if (la == lb or ra == rb) and cues & EXCLUSIVE:
+            return conflict(f"choice differs: '{x.raw}' vs '{y.raw}'")
+        if cues & (ADDITIVE | ROLE):
+            return Verdict("compatible", f"both can hold: {x.raw} / {y.raw}")
+        return Verdict("unclear", f"wording differs: '{x.raw}' vs '{y.raw}'")
+    if vals_a and vals_b and not {FAMILY.get(t.kind, t.kind) for t in vals_a} & {FAMILY.get(t.kind, t.kind) for t in vals_b}:
+        return Verdict("compatible", f"different details: {_show(vals_a)} / {_show(vals_b)}")
+    if cues & ADDITIVE:
+        return Verdict("compatible", f"both can hold: {_show(diff_a)} / {_show(diff_b)}")
+    return Verdict("unclear", f"several things differ: {_show(diff_a)} vs {_show(diff_b)}")
