@@ -14,8 +14,14 @@ from click.testing import CliRunner
 
 from vaultmem.capture import observations
 from vaultmem.cli import cli
-from vaultmem.integrations.claude_code import (BACKUP_SUFFIX, check_command, is_ours, merge_hooks,
-                                               remove_hooks, run_hook)
+from vaultmem.integrations.claude_code import (
+    BACKUP_SUFFIX,
+    check_command,
+    is_ours,
+    merge_hooks,
+    remove_hooks,
+    run_hook,
+)
 from vaultmem.vault import Vault
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]
@@ -47,9 +53,9 @@ def test_install_into_a_fresh_settings_file_then_again_then_uninstall(tmp_path):
     found = ours(settings)
     assert sorted(found) == sorted(EVENTS) and all(len(v) == 1 for v in found.values())
     assert found["PreToolUse"][0][0] == "Bash" and found["SessionStart"][0][0] is None
-    for event, [(_matcher, hook)] in found.items():
-        assert hook["type"] == "command" and isinstance(hook["timeout"], int)
-        assert hook["command"].startswith(sys.executable) and " -m vaultmem hook " in hook["command"]
+    for [(_matcher, entry)] in found.values():
+        assert entry["type"] == "command" and isinstance(entry["timeout"], int)
+        assert entry["command"].startswith(sys.executable) and " -m vaultmem hook " in entry["command"]
     assert not path.with_name(path.name + BACKUP_SUFFIX).exists()  # nothing was there to back up
 
     before = path.read_bytes()
@@ -163,7 +169,7 @@ def hook(event: str, payload, vault: Path | None = None, **env) -> subprocess.Co
     full_env.update(env)
     stdin = payload if isinstance(payload, str) else json.dumps(payload)
     result = subprocess.run([sys.executable, "-m", "vaultmem", "hook", event], input=stdin, env=full_env,
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return result
@@ -276,12 +282,14 @@ TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2  # a GitHub token shape, 40 characte
 def transcript_lines() -> list[dict]:
     sid = "9f1c2e7a-5b4d-4c1e-8f3a-2d6b7c8e9f01"
 
+    uuids = iter(f"0b7e4c1a-0000-4000-8000-{i:012d}" for i in range(100))
+
     def user(content, **extra):
-        return {"type": "user", "sessionId": sid, "uuid": "u", "timestamp": "2026-01-05T09:00:00Z",
+        return {"type": "user", "sessionId": sid, "uuid": next(uuids), "timestamp": "2026-01-05T09:00:00Z",
                 "message": {"role": "user", "content": content}, **extra}
 
     def assistant(*blocks):
-        return {"type": "assistant", "sessionId": sid, "uuid": "a",
+        return {"type": "assistant", "sessionId": sid, "uuid": next(uuids),
                 "message": {"role": "assistant", "model": "claude", "content": list(blocks)}}
 
     return [
@@ -303,8 +311,7 @@ def transcript_lines() -> list[dict]:
 
 def write_transcript(path: Path, lines: list[dict]) -> None:
     with open(path, "a", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(line) + "\n")
+        handle.writelines(json.dumps(line) + "\n" for line in lines)
 
 
 def test_stop_captures_observations_with_provenance_and_masks_secrets(filled, tmp_path):
@@ -339,12 +346,19 @@ def test_stop_captures_observations_with_provenance_and_masks_secrets(filled, tm
     hook("session-end", dict(payload, hook_event_name="SessionEnd", reason="prompt_input_exit"), filled)
     assert len(Vault(filled).notes()) == count  # nothing captured twice
 
-    write_transcript(transcript, [{"type": "user", "message": {"role": "user",
-                                   "content": "Remember that the cache TTL is ten minutes."}}])
+    write_transcript(transcript, [{"type": "user", "uuid": "c9d8e7f6-1111-4222-8333-444455556666", "message": {
+        "role": "user", "content": "Remember that the cache TTL is ten minutes."}}])
     hook("stop", payload, filled, VAULTMEM_NAMESPACE="team/api")
     new = [n for n in Vault(filled).notes() if n.text == "The cache TTL is ten minutes."]
     assert len(new) == 1 and new[0].namespace == "team/api" and new[0].source.endswith("#L12")
     assert len(Vault(filled).notes()) == count + 1
+
+    # A resumed session's transcript repeats the old messages (same uuids): not captured again.
+    resumed = tmp_path / "resumed.jsonl"
+    resumed.write_bytes(transcript.read_bytes())
+    notes_before = {n.id: (filled / n.path).read_text() for n in Vault(filled).notes()}
+    hook("stop", dict(payload, session_id="another-session", transcript_path=str(resumed)), filled)
+    assert {n.id: (filled / n.path).read_text() for n in Vault(filled).notes()} == notes_before
 
 
 def test_capture_rules():

@@ -214,20 +214,19 @@ def hooks_status(out, vault_path):
     """
     import os
 
-    from .integrations.claude_code import (HOOKS, installed_events, is_disabled, project_settings_path,
-                                           read_settings, user_settings_path)
+    from .integrations import claude_code as cc
 
     files = []
-    for scope, path in (("user", user_settings_path()), ("project", project_settings_path()),
-                        ("local", project_settings_path(local=True))):
+    for scope, path in (("user", cc.user_settings_path()), ("project", cc.project_settings_path()),
+                        ("local", cc.project_settings_path(local=True))):
         try:
-            events = installed_events(read_settings(path)[0]) if path.exists() else {}
+            events = cc.installed_events(cc.read_settings(path)[0]) if path.exists() else {}
             problem = None
         except Exception as exc:  # noqa: BLE001 - a broken file is reported, not fatal
             events, problem = {}, str(exc)
         files.append({"scope": scope, "settings": str(path), "exists": path.exists(), "hooks": events,
                       "problem": problem})
-    off = [spec.name for spec in HOOKS if is_disabled(spec, os.environ)]
+    off = [spec.name for spec in cc.HOOKS if cc.is_disabled(spec, os.environ)]
     lines = [f"{f['scope']:8} {f['settings']}: "
              + (f"problem: {f['problem']}" if f["problem"] else
                 ", ".join(f["hooks"]) if f["hooks"] else ("no vaultmem hooks" if f["exists"] else "no file"))

@@ -37,9 +37,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 BACKUP_SUFFIX = ".vaultmem-backup"
 HOOK_THREAD = "vaultmem-hook"
@@ -340,7 +340,7 @@ class _Run:
             line = " ".join(message.split())[:2000]
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write(f"{stamp} {self.spec.name}: {line}\n")
-        except Exception:  # noqa: BLE001 - logging must never cost the session
+        except Exception:  # noqa: BLE001,S110 - logging must never cost the session
             pass
 
 
@@ -484,9 +484,8 @@ def user_prompt_submit(run: _Run) -> dict | None:
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
     """Recall through the vault's watcher when one runs (no model load), else in-process."""
-    from ..entry import ask_watcher
-
     from ..discovery import discover_root
+    from ..entry import ask_watcher
 
     answer = ask_watcher(discover_root(run.vault_path, cwd=run.cwd), query, RECALL_K)
     if answer is not None:
@@ -669,7 +668,7 @@ def synopsis(command, path: list[str]) -> str:
     for param in command.params:
         if not isinstance(param, click.Option) or param.name in _SHARED_OPTIONS or param.hidden:
             continue
-        flag = sorted(param.opts, key=len)[0]
+        flag = min(param.opts, key=len)
         if param.is_flag:
             word = flag
         elif isinstance(param.type, click.Choice):
@@ -713,16 +712,17 @@ def capture(run: _Run) -> None:
 
     transcript = run.payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript.strip():
-        return None
+        return
     transcript_path = Path(transcript).expanduser()
     if not transcript_path.is_file():
-        return None
+        return
     vault = run.vault()
     session = str(run.payload.get("session_id") or "").strip()
     state_path = hooks_dir(vault.root) / "capture" / f"{_safe_name(session or str(transcript_path))}.json"
     state_path.parent.mkdir(parents=True, exist_ok=True)
     namespace = default_namespace(cwd=run.cwd, env=run.env)
     project = current_project(cwd=run.cwd)
+    seen_path = state_path.parent / "seen-messages.txt"
     with FileLock(str(state_path) + ".lock", timeout=_budget(run.spec, run.env)):
         start = _read_state(state_path, transcript_path)
         entries, end = _read_new_lines(transcript_path, start)
@@ -730,9 +730,13 @@ def capture(run: _Run) -> None:
         by_index: dict[int, list] = {}
         for item in found:
             by_index.setdefault(item.message_index, []).append(item)
-        for index, (line_no, _entry, after) in enumerate(entries):
+        seen = _seen_messages(seen_path) if by_index else set()
+        for index, (line_no, entry, after) in enumerate(entries):
             if index not in by_index:
                 continue
+            uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else None
+            if uuid in seen:
+                continue  # the same message in a resumed or forked session's transcript
             for item in by_index[index]:
                 try:
                     vault.add(item.text, namespace, tags=("captured", item.kind),
@@ -740,10 +744,20 @@ def capture(run: _Run) -> None:
                               project=project or None, explicit=item.kind == "explicit", redact=True)
                 except VaultmemError as exc:
                     run.log(f"not captured (line {line_no}): {exc}")
+            if uuid:
+                with open(seen_path, "a", encoding="utf-8") as handle:
+                    handle.write(uuid + "\n")
             _write_state(state_path, transcript_path, after)  # a timeout after this line keeps it captured once
         if end != start:
             _write_state(state_path, transcript_path, end)
-    return None
+
+
+def _seen_messages(path: Path) -> set[str]:
+    """Ids (`uuid`) of transcript messages already captured, in any session."""
+    try:
+        return set(path.read_text(encoding="utf-8").split())
+    except OSError:
+        return set()
 
 
 def _safe_name(text: str) -> str:
