@@ -343,6 +343,10 @@ def _json_item(item, where: str) -> Iterator[Record]:
         name = str(item.get("name") or "").strip()
         kind = clean_namespace(item.get("entityType"))
         for index, observation in enumerate(item.get("observations") or []):
+            if isinstance(observation, dict):  # versioned observations: {content, superseded_by, ...}
+                if observation.get("superseded_by"):
+                    continue
+                observation = next((observation[k] for k in TEXT_FIELDS if observation.get(k)), "")
             text = str(observation).strip()
             yield Incoming(f"{name}: {text}" if name else text, kind, tuple(t for t in (kind,) if t),
                            f"{where} {name} observation {index + 1}".strip())
