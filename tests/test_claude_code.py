@@ -145,6 +145,20 @@ def test_user_project_and_local_settings_paths(tmp_path, monkeypatch):
     invoke("hooks", "install", "--user", "--project", expect=2)
 
 
+def test_a_symlinked_settings_file_stays_a_symlink(tmp_path):
+    real = tmp_path / "dotfiles" / "claude-settings.json"
+    real.parent.mkdir()
+    real.write_text('{"model": "opus"}\n')
+    link = tmp_path / ".claude" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    invoke("hooks", "install", "--settings", str(link), "--command", "vaultmem")
+    assert link.is_symlink() and ours(json.loads(real.read_text()))["Stop"][0][1]["command"] == "vaultmem hook stop"
+    assert link.with_name("settings.json" + BACKUP_SUFFIX).read_text() == '{"model": "opus"}\n'
+    invoke("hooks", "uninstall", "--settings", str(link))
+    assert link.is_symlink() and real.read_text() == '{"model": "opus"}\n'
+
+
 def test_broken_settings_file_is_left_alone(tmp_path):
     path = tmp_path / "settings.json"
     path.write_text('{"hooks": [,]}')

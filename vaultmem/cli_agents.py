@@ -172,22 +172,27 @@ def _report_change(out, change, verb: str, dry_run: bool) -> None:
 
 @hooks.command(name="install")
 @_settings_options
+@click.option("--command", "command", default=None,
+              help="How the hooks run vaultmem, e.g. `vaultmem` when it is on every PATH "
+                   "(default: this Python by absolute path, `python -m vaultmem`).")
 @click.option("--dry-run", is_flag=True, help="Show the settings file it would write; write nothing.")
 @common
-def hooks_install(claude_code, user, project, local, settings, dry_run, out, vault_path):
+def hooks_install(claude_code, user, project, local, settings, command, dry_run, out, vault_path):
     """Merge vaultmem's hooks into a Claude Code settings file.
 
     Other hooks and settings are kept as they are; running it again changes
     nothing; the previous file is kept as settings.json.vaultmem-backup.
     With --vault the hooks always use that vault; without, each session's
-    vault is found from its folder like any command's.
+    vault is found from its folder like any command's. The default command
+    names this machine's Python: for a --project file shared with a team,
+    consider --local, or --command vaultmem.
 
     Example: vaultmem hooks install --claude-code --user
     """
     from .integrations.claude_code import install
 
     target = _settings_target(user, project, local, settings)
-    _report_change(out, install(target, vault=vault_path, dry_run=dry_run), "installed", dry_run)
+    _report_change(out, install(target, command=command, vault=vault_path, dry_run=dry_run), "installed", dry_run)
 
 
 @hooks.command(name="uninstall")

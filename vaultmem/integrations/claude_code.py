@@ -235,12 +235,15 @@ def read_settings(path: Path) -> tuple[dict, str | None]:
 
 
 def render_settings(settings: dict, like: str | None = None) -> str:
-    """JSON text in the style of the file it replaces (its indent; 2 spaces for a new file)."""
-    indent: str | int = 2
-    if like:
+    """JSON text in the style of the file it replaces (its indent, or one line if it was one
+    line; 2 spaces for a new file)."""
+    indent: str | int | None = 2
+    if like and like.strip():
         m = re.search(r"^([ \t]+)\S", like, re.MULTILINE)
         if m:
             indent = m.group(1)
+        elif "\n" not in like.strip():
+            indent = None
     text = json.dumps(settings, indent=indent, ensure_ascii=False)
     return text + ("\n" if like is None or like.endswith("\n") or not like.strip() else "")
 
@@ -273,7 +276,8 @@ def _apply(path: Path, change: Callable[[dict], dict], dry_run: bool) -> Setting
         if old_text is not None:
             backup = path.with_name(path.name + BACKUP_SUFFIX)
             atomic_write(backup, old_text)
-        atomic_write(path, text)
+        # A settings file kept in a dotfiles repo is often a symlink: write where it points.
+        atomic_write(path.resolve() if path.is_symlink() else path, text)
     return SettingsChange(path, changed, backup, installed_events(new), text, bool(new.get("disableAllHooks")))
 
 
