@@ -31,15 +31,16 @@ def run_session(vault_dir, tmp_path, body):
                                    env=dict(os.environ), cwd=str(tmp_path))
     errlog_path = tmp_path / "mcp-server.log"
 
-    async def main():
-        with anyio.fail_after(240), open(errlog_path, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write, read_timeout_seconds=120) as session:
-                    await session.initialize()
-                    await body(session)
+    async def main(errlog):
+        with anyio.fail_after(240):
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write, read_timeout_seconds=120) as session:
+                await session.initialize()
+                await body(session)
 
     try:
-        anyio.run(main)
+        with open(errlog_path, "w") as errlog:
+            anyio.run(main, errlog)
     except BaseException:
         print("server stderr:\n" + errlog_path.read_text(), file=sys.stderr)
         raise

@@ -44,7 +44,7 @@ import logging
 import os
 import sys
 import threading
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -53,7 +53,15 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from .. import clock
-from ..errors import BadInput, ConflictError, ModelUnavailable, NoteError, NotFound, SecretFound, VaultmemError
+from ..errors import (
+    BadInput,
+    ConflictError,
+    ModelUnavailable,
+    NoteError,
+    NotFound,
+    SecretFound,
+    VaultmemError,
+)
 
 log = logging.getLogger("vaultmem.mcp")
 
@@ -105,6 +113,8 @@ Namespace = Annotated[str, Field(description="Where it belongs, '/'-separated, e
 NamespaceFilter = Annotated[str | None, Field(description="Only this namespace and the ones below it.")]
 Tags = Annotated[list[str] | None, Field(description="Tags, e.g. [\"db\", \"staging\"].")]
 Source = Annotated[str, Field(description="Where it came from: a URL, a file, or a [[note]].")]
+Explicit = Annotated[bool, Field(description="True when the user asked to remember it (promoted sooner).")]
+Redact = Annotated[bool, Field(description="Mask secrets and personal data instead of refusing the text.")]
 Kind = Annotated[str | None, Field(description="Only memories or only skills.",
                                    json_schema_extra={"enum": ["memory", "skill", None]})]
 
@@ -167,7 +177,7 @@ class VaultTools:
     def added(self, result) -> AddResult:
         return {"action": result.action, "id": result.note.id, "note": self.note(result.note),
                 "superseded": list(result.superseded), "contested": list(result.contested),
-                "reason": getattr(result, "reason", "") or "", "redacted": list(getattr(result, "redacted", ()))}
+                "reason": result.reason or "", "redacted": list(result.redacted)}
 
     def engine(self):
         from ..recall import engine_for
@@ -202,10 +212,11 @@ def _call(tools: VaultTools, fn):
                 raise
             except VaultmemError as exc:
                 raise ToolError(error_text(exc)) from exc
-            except Exception as exc:  # noqa: BLE001 - an error result, never a dead server
+            except Exception as exc:  # an error result, never a dead server
                 if os.environ.get("VAULTMEM_DEBUG"):
                     log.exception("vaultmem: %s failed", fn.__name__)
-                raise ToolError(error_text(exc) + " (set VAULTMEM_DEBUG=1 for the traceback in the server's log)") from exc
+                hint = " (set VAULTMEM_DEBUG=1 for the traceback in the server's log)"
+                raise ToolError(error_text(exc) + hint) from exc
 
     return wrapper
 
@@ -243,7 +254,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         kind: Kind = None,
         include_hidden: Annotated[bool, Field(description="Also archived, suspended and superseded notes.")] = False,
         history: Annotated[bool, Field(description="Also superseded notes: how things were before.")] = False,
-        explain: Annotated[bool, Field(description="Add each hit's signals (bm25, cosine, retrievability...).")] = False,
+        explain: Annotated[bool, Field(description="Add each hit's signals (bm25, cosine, retrievability).")] = False,
     ) -> RecallResult:
         """Find the memories and skills that answer a query, best first. Call it before answering
         anything that may depend on what was learned before. Each hit has id, namespace, text, score
@@ -262,7 +273,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
                 "skipped": [path for path, _problem in tools.vault.catalog().problems]}
 
     @tool("get", READ)
-    def get(id: NoteId) -> dict[str, Any]:  # noqa: A002 - the name the agent sees
+    def get(id: NoteId) -> dict[str, Any]:
         """One note by id: its text and every property (status, tier, strength, due, reps...)."""
         return _plain(tools.note(tools.vault.get(id)))
 
@@ -307,8 +318,8 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         source: Source = "",
         tier: Annotated[str | None, _enum("L0 observed, L1 remembered (default), L2 loaded every session, "
                                           "L3 durable across projects.", TIERS, optional=True)] = None,
-        explicit: Annotated[bool, Field(description="True when the user asked to remember it (promotes sooner).")] = False,
-        redact: Annotated[bool, Field(description="Mask secrets and personal data instead of refusing the text.")] = False,
+        explicit: Explicit = False,
+        redact: Redact = False,
     ) -> AddResult:
         """Remember something worth keeping beyond this conversation. The same memory again counts as
         a recurrence (action "recurrence") instead of a copy; one that contradicts an older memory
@@ -326,15 +337,16 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         lessons: Annotated[str, Field(description="What went wrong before and how to avoid it.")] = "",
         tags: Tags = None,
         source: Source = "",
+        redact: Redact = False,
     ) -> AddResult:
         """Remember a skill: a procedure that worked, with its trigger, steps, outcome and lessons.
         Recall finds skills like memories; grade them after use."""
         return tools.added(tools.vault.learn(title, trigger, steps, outcome, lessons, namespace,
-                                             tags=tags or (), source=source or ""))
+                                             tags=tags or (), source=source or "", redact=redact))
 
     @tool("grade", WRITE)
     def grade(
-        id: NoteId,  # noqa: A002
+        id: NoteId,
         rating: Annotated[str, _enum("again: it was wrong or useless; hard: right but barely recalled; "
                                      "good: it helped; easy: obvious.", RATINGS)],
         comment: Annotated[str | None, Field(description="Why, in a few words (kept in the review log).")] = None,
@@ -369,7 +381,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
 
     @tool("correct", WRITE)
     def correct(
-        id: NoteId,  # noqa: A002
+        id: NoteId,
         text: Annotated[str, Field(description="The right content, replacing the wrong memory's text.")],
         reason: Annotated[str | None, Field(description="Why the old one was wrong.")] = None,
     ) -> AddResult:
