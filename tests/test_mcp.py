@@ -127,9 +127,12 @@ def test_mcp_tools_over_stdio(vault_dir, tmp_path):
         assert not history.is_error, history
         assert history.structured_content
 
-        # Still serving after the errors.
-        again = await session.call_tool("get", {"id": fixed.structured_content["id"]})
-        assert "Postgres 17" in again.structured_content["text"]
+        # Still serving after the errors; a hand edit made meanwhile (Obsidian) is seen.
+        new_id = fixed.structured_content["id"]
+        path = vault_dir / fixed.structured_content["note"]["path"]
+        path.write_text(path.read_text().replace("Postgres 17", "Postgres 17.2"))
+        again = await session.call_tool("get", {"id": new_id})
+        assert "Postgres 17.2" in again.structured_content["text"]
 
     log = run_session(vault_dir, tmp_path, body)
     assert "Traceback" not in log, log
