@@ -436,6 +436,11 @@ def test_one_hook_switched_off(filled, tmp_path):
     assert run_hook("pre-tool-use", json.dumps(bash(tmp_path, 'vaultmem add "x"')),
                     env={"VAULTMEM_HOOK_PRE_TOOL": "off"}) == ("", 0)
     assert run_hook("no-such-event", "{}") == ("", 0)
+    later = subprocess.run([sys.executable, "-m", "vaultmem", "hook", "pre-tool-use-v9", "--new-flag", "x"],
+                           input="{}", capture_output=True, text=True, check=False)
+    assert (later.returncode, later.stdout) == (0, "")  # never exit 2: that would block every Bash command
+    named = run_hook("", json.dumps(bash(tmp_path, 'vaultmem add "x"')))  # the event from hook_event_name
+    assert json.loads(named[0])["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 # ---------------------------------------------------------------- the skill file

@@ -240,17 +240,20 @@ def hooks_status(out, vault_path):
     out.emit({"files": files, "disabled": off}, "\n".join(lines))
 
 
-@cli.command(name="hook")
-@click.argument("event", type=click.Choice(["session-start", "user-prompt-submit", "pre-tool-use", "stop",
-                                              "session-end"]))
+# Unknown events and options are ignored, not usage errors: exit 2 from a PreToolUse
+# hook would block every Bash command (say, after a downgrade of vaultmem).
+@cli.command(name="hook", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.argument("event", required=False, default="")
 @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None, help="The vault folder.")
 def hook(event, vault_path):
     """Run one Claude Code hook: reads the event's JSON on stdin, prints what Claude Code reads.
 
-    Called by the entries `vaultmem hooks install` writes. Fails open: on any
-    problem or past its time budget it prints nothing and exits 0. Switch
-    hooks off with VAULTMEM_HOOKS=off, or one with VAULTMEM_HOOK_SESSION_START,
-    VAULTMEM_HOOK_USER_PROMPT, VAULTMEM_HOOK_STOP, VAULTMEM_HOOK_PRE_TOOL =off.
+    EVENT is session-start, user-prompt-submit, pre-tool-use, stop or
+    session-end (default: the input's hook_event_name). Called by the entries `vaultmem hooks install` writes. Fails
+    open: on any problem, an unknown event, or past its time budget it prints
+    nothing and exits 0. Switch hooks off with VAULTMEM_HOOKS=off, or one with
+    VAULTMEM_HOOK_SESSION_START, VAULTMEM_HOOK_USER_PROMPT, VAULTMEM_HOOK_STOP
+    (Stop and SessionEnd) or VAULTMEM_HOOK_PRE_TOOL set to off.
 
     Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
     """

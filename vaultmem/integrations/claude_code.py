@@ -374,6 +374,8 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
              vault_path: str | None = None) -> tuple[str, int]:
     """Run one hook on the JSON Claude Code sent; returns (stdout text, exit code).
 
+    `event` is `session-start`, `SessionStart`...; empty: the input's `hook_event_name`.
+
     Never raises and always exits 0: a failure, or running past the time
     budget, gives ('', 0) and a line in the vault's hooks log. The work runs
     in a daemon thread named `vaultmem-hook`; on a timeout it is abandoned, so
@@ -381,14 +383,15 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
     """
     env = os.environ if env is None else env
     try:
-        spec = spec_for(event)
-        if spec is None or is_disabled(spec, env):
-            return "", 0
         try:
             payload = json.loads(stdin_text) if stdin_text and stdin_text.strip() else {}
         except ValueError:
             payload = {}
-        run = _Run(spec, payload if isinstance(payload, dict) else {}, env, vault_path)
+        payload = payload if isinstance(payload, dict) else {}
+        spec = spec_for(event or str(payload.get("hook_event_name") or ""))
+        if spec is None or is_disabled(spec, env):
+            return "", 0
+        run = _Run(spec, payload, env, vault_path)
         budget = _budget(spec, env)
         box: dict = {}
 
