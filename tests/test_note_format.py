@@ -80,9 +80,12 @@ def test_grade_changes_only_scheduling_lines_and_keeps_unknown_keys(run, vault_d
     # A second grade touches only what a grade changes.
     before_second = after
     run("grade", "dep1", "good", now="2026-01-06T09:00:00")
-    diff_keys = {line[1:].split(":")[0] for line in changed_lines(before_second, path.read_text())}
+    changed = changed_lines(before_second, path.read_text())
+    diff_keys = {line[1:].split(":")[0] for line in changed if not line[1:].startswith("  - ")}
     assert diff_keys <= {"state", "step", "stability", "difficulty", "due", "last_review", "reps", "strength", "updated"}
     assert {"reps", "due", "last_review"} <= diff_keys
+    # ...plus one more day of evidence appended to the evidence lists (a good grade is a use).
+    assert sorted(line for line in changed if line[1:].startswith("  - ")) == ['+  - "2026-01-06"', "+  - day-2026-01-06"]
 
 
 def test_crlf_note_keeps_crlf(run, vault_dir):

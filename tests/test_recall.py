@@ -56,8 +56,9 @@ def test_explain_shows_every_signal(run, filled):
 def test_newer_memory_on_the_same_subject_outranks_the_older(run):
     old = run.json("add", "We deploy the web app with Jenkins pipelines", "-n", "work",
                    "--created", "2024-01-10T10:00:00")
+    # Kept both (no supersede): the ranking rule is what is tested here.
     new = run.json("add", "We deploy the web app with GitHub Actions pipelines", "-n", "work",
-                   "--created", "2025-06-01T10:00:00")
+                   "--created", "2025-06-01T10:00:00", "--no-supersede")
     run.json("add", "The web app's logo is blue", "-n", "work")
     assert top_ids(run, "how do we deploy the web app")[:2] == [new["id"], old["id"]]
     # Asking how things were puts the older one first.
@@ -68,7 +69,7 @@ def test_query_naming_a_time_prefers_memories_from_then(run):
     march = run.json("add", "Team offsite in Lisbon, we planned the roadmap", "-n", "team",
                      "--created", "2025-03-12T09:00:00")
     july = run.json("add", "Team offsite in Porto, we planned the roadmap", "-n", "team",
-                    "--created", "2025-07-20T09:00:00")
+                    "--created", "2025-07-20T09:00:00", "--no-supersede")
     assert top_ids(run, "team offsite roadmap in March 2025")[0] == march["id"]
     assert top_ids(run, "team offsite roadmap in July 2025")[0] == july["id"]
 

@@ -46,7 +46,6 @@ class Config:
     l3_days_held: float = 30.0
     # Corrections: look for conflicting memories on add.
     check_conflicts: bool = True
-    duplicate_similarity: float = 0.92
     # Redaction of personal data (secrets are always refused or masked).
     redact_emails: bool = False
     redact_phones: bool = False
@@ -80,7 +79,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "l3_projects": "l3_projects",
         "l3_days_held": "l3_days_held",
     },
-    "corrections": {"check_conflicts": "check_conflicts", "duplicate_similarity": "duplicate_similarity"},
+    "corrections": {"check_conflicts": "check_conflicts"},
     "redaction": {"emails": "redact_emails", "phones": "redact_phones"},
 }
 
@@ -121,8 +120,7 @@ promotion:               # tiers are earned: evidence = added again or graded go
   l3_days_held: 30       # ...and held at L2 this many days, uncontested
 
 corrections:
-  check_conflicts: true        # on add, look for memories the new one contradicts or repeats
-  duplicate_similarity: 0.92   # cosine at or above which an add counts as the same memory again
+  check_conflicts: true   # on add, look for memories the new one contradicts or repeats
 
 redaction:        # secrets (keys, tokens, passwords, card numbers) are always caught
   emails: false   # also treat email addresses as personal data

@@ -102,6 +102,7 @@ class RecallEngine:
         self._masks: dict = {}
         self._synced_catalog = None
         self._lock = threading.RLock()
+        self._file_lock = None
         self._synced_at = 0.0
 
     # ------------------------------------------------------------ model
@@ -133,16 +134,26 @@ class RecallEngine:
             if catalog is self._synced_catalog and not rebuild:
                 return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
             entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
-            changed = self.bm25.sync(entries, rebuild=rebuild)
             embedded = 0
             self._load_model()
-            if self.vectors is not None:
-                embedded = self.vectors.sync({p: (stamp, n) for p, (n, stamp) in entries.items()},
-                                             self.embedder, text_of=embed_text)
-                self.vectors.save()
+            with self._index_lock():
+                changed = self.bm25.sync(entries, rebuild=rebuild)
+                if self.vectors is not None:
+                    embedded = self.vectors.sync({p: (stamp, n) for p, (n, stamp) in entries.items()},
+                                                 self.embedder, text_of=embed_text)
+                    self.vectors.save()
             self._set_notes(entries)
             self._synced_catalog = catalog
             return {"indexed": changed, "embedded": embedded, "notes": len(entries)}
+
+    def _index_lock(self):
+        """Processes bringing the same indexes in step take turns (Whoosh allows one writer)."""
+        from filelock import FileLock
+
+        if self._file_lock is None:
+            self.vault.state_dir.mkdir(parents=True, exist_ok=True)
+            self._file_lock = FileLock(str(self.vault.state_dir / "index.lock"), timeout=300)
+        return self._file_lock
 
     def apply(self, paths) -> dict:
         """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
@@ -159,11 +170,12 @@ class RecallEngine:
             changed = {p: (catalog.entries[p].note, catalog.entries[p].stamp) for p in touched
                        if p in catalog.entries and catalog.entries[p].note is not None}
             removed = [p for p in touched if p not in changed]
-            indexed = self.bm25.update(changed, removed, persist=False)
             embedded = 0
-            if self.vectors is not None:
-                embedded = self.vectors.update({p: (s, embed_text(n)) for p, (n, s) in changed.items()},
-                                               removed, self.embedder)
+            with self._index_lock():
+                indexed = self.bm25.update(changed, removed, persist=False)
+                if self.vectors is not None:
+                    embedded = self.vectors.update({p: (s, embed_text(n)) for p, (n, s) in changed.items()},
+                                                   removed, self.embedder)
             entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
             self._set_notes(entries)
             return {"indexed": indexed, "embedded": embedded, "notes": len(entries)}

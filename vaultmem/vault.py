@@ -308,7 +308,8 @@ class Vault:
         created = created or now
         session, project = current_session(session), current_project(project)
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
-        related = self.related(body_text, namespace, kind) if (merge or supersede) and self.config.check_conflicts else []
+        related = (self.related(body_text, namespace, kind, created=created)
+                   if (merge or supersede) and self.config.check_conflicts else [])
         with self._lock():
             # Adds by other processes bump the generation: only then re-read the vault.
             generation = self._read_generation()
@@ -380,7 +381,8 @@ class Vault:
                               "or pass --redact to store the text with it masked", findings)
         return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
 
-    def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8) -> list:
+    def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8,
+                created: datetime | None = None) -> list:
         """Memories of `namespace` on the same subject as `text`, each with its relation
         (duplicate, conflict, unclear, compatible; conflicts.py), closest first."""
         from .conflicts import classify
@@ -388,11 +390,11 @@ class Vault:
         out = []
         for note, cosine in self._similar(text, namespace, kind, limit):
             verdict = classify(text, note.text, cosine)
-            out.append(Related(note, verdict.relation, verdict.reason, cosine))
-        # A near-identical text is the same memory whatever the rules say.
-        out = [replace(r, relation="duplicate", reason=f"same memory (cosine {r.similarity:.2f})")
-               if r.similarity >= self.config.duplicate_similarity and r.relation in ("unclear", "compatible")
-               else r for r in out]
+            relation, reason = verdict.relation, verdict.reason
+            if relation == "conflict" and created is not None and created < note.created:
+                # A backfilled memory older than the one it contradicts does not replace it.
+                relation, reason = "unclear", f"{reason}; the new one is dated earlier ({created:%Y-%m-%d})"
+            out.append(Related(note, relation, reason, cosine))
         return [r for r in out if r.relation != "compatible"]
 
     def _similar(self, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
