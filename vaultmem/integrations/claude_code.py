@@ -312,13 +312,12 @@ class _Run:
         return cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None
 
     def vault(self):
-        from ..discovery import STATE_DIR, default_vault_path, discover_root
+        """The vault: --vault, $VAULTMEM_VAULT, the session folder's, or the default one (made on first use)."""
+        from ..discovery import default_vault_path, discover_root
         from ..vault import Vault
 
         root = discover_root(self.vault_path, cwd=self.cwd)
         is_default = not self.vault_path and not os.environ.get("VAULTMEM_VAULT") and root == str(default_vault_path())
-        if os.path.isdir(os.path.join(root, STATE_DIR)):
-            self.root = Path(root)
         vault = Vault.open(root, create=is_default)
         self.root = vault.root
         return vault
@@ -350,7 +349,9 @@ class _Run:
 
 def hooks_dir(root: Path) -> Path:
     """`.vaultmem/hooks/` of a vault: the hooks' log and capture state, ignored by git."""
-    folder = Path(root) / ".vaultmem" / "hooks"
+    from ..discovery import STATE_DIR
+
+    folder = Path(root) / STATE_DIR / "hooks"
     folder.mkdir(parents=True, exist_ok=True)
     ignore = folder / ".gitignore"
     if not ignore.exists():
