@@ -460,7 +460,7 @@ USAGE_HINT = ('vaultmem: look things up with `vaultmem recall "QUERY" -k 5`; sav
 def session_start(run: _Run) -> dict:
     vault = run.vault()
     block = vault.prompt(max_tokens=PROMPT_TOKENS)
-    shown = {line.note.id for line in getattr(block, "lines", ())}
+    shown = {line.note.id for line in block.lines}
     due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown)) if n.id not in shown][:REVIEW_LIMIT]
     parts = []
     if due:
