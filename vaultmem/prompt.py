@@ -11,8 +11,8 @@ matters most survives:
    proved themselves come before the ones drifting out of reach.
 
 Each line carries the id, namespace and a label (new, learning, strong,
-fading, weak; contested overrides, so a disputed memory is never shown as
-plain fact), so the agent can grade what it used. `max_tokens` is a budget
+fading, weak, or contested: a disputed memory is never shown as plain
+fact), so the agent can grade what it used. `max_tokens` is a budget
 in approximate tokens (4 characters each).
 """
 
@@ -60,10 +60,6 @@ class PromptBlock:
                              for l in self.lines]}
 
 
-def prompt_label(note: Note, now: datetime, config: Config) -> str:
-    return "contested" if note.contested else label(note, now, config)
-
-
 def section_of(note: Note) -> str:
     if note.tier in ("L3", "L2"):
         return "core"
@@ -90,7 +86,7 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
                                                        or n.namespace.startswith(namespace + "/"))]
     lines = []
     for note in sorted(chosen, key=rank):
-        word = prompt_label(note, now, config)
+        word = label(note, now, config)
         text = note.summary
         if len(text) > MAX_LINE_CHARS:
             text = text[: MAX_LINE_CHARS - 1] + "…"

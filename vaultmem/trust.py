@@ -67,13 +67,13 @@ def render_why(info: dict) -> str:
     lines = [f"{info['id']}  {info['path']}  ({info['status']}, {info['tier']})", f"  {info['text']}"]
     if info["source"]:
         lines.append(f"source:    {info['source']}")
-    lines.append(f"created:   {info['created']}")
+    lines.append(f"created:   {_when(info['created'])}")
     evidence = info["evidence"]
     lines.append(f"evidence:  {len(evidence['sessions'])} sessions, {len(evidence['days'])} days "
                  f"({', '.join(evidence['days'][-5:]) or '-'}), projects: {', '.join(evidence['projects']) or '-'}"
                  + ("; stated explicitly" if info["explicit"] else ""))
     if info["promoted"]:
-        lines.append(f"promoted:  {info['promoted']}")
+        lines.append(f"promoted:  {_when(info['promoted'])}")
     if info["redacted"]:
         lines.append("redacted:  secrets were masked before writing (it does not promote on evidence)")
     if info["contested_with"]:
@@ -88,3 +88,10 @@ def render_why(info: dict) -> str:
         extra = ", ".join(f"{k}={v}" for k, v in detail.items() if v not in (None, "", False))
         lines.append(f"  {event['time']}  {event['op']}" + (f"  {extra}" if extra else ""))
     return "\n".join(lines)
+
+
+def _when(value) -> str:
+    from .clock import format_datetime
+
+    return format_datetime(value) if hasattr(value, "tzinfo") else str(value)
+
