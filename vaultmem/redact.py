@@ -1,0 +1,220 @@
+"""Find secrets (and, if asked, personal data) in text before it is written.
+
+A vault is a git repository of markdown notes, often pushed somewhere, so a
+secret that lands in a note is hard to take back: it sits in history forever.
+Every write passes through `scan` first and is refused if anything is found;
+`mask` rewrites text with each finding replaced by `[REDACTED:<kind>]`, and
+`describe` names what was found for an error message without quoting it.
+
+Each rule below is (kind, pattern, validator). A pattern with a group named
+`v` reports only that group, so in `password = ...` only what follows the
+`=` is masked. Validators turn away look-alikes: placeholders and
+references (`<password>`, `***`, `$PASSWORD`, `${VAR}`, `changeme`), card
+numbers failing Luhn, dates and versions posing as phone numbers.
+
+Secrets are always looked for. Emails and phone numbers are personal data a
+memory may legitimately hold, so they are looked for only when the policy asks.
+Pure: stdlib `re` only, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # e.g. "AWS access key", "password", "email address"
+    start: int  # span in the scanned text
+    end: int
+
+
+@dataclass(frozen=True)
+class Policy:
+    emails: bool = False  # personal data is opt-in
+    phones: bool = False
+
+
+# -- validators ---------------------------------------------------------------
+
+# $VAR ${VAR} %VAR% <placeholder> {{ template }} [hidden] !vault-tag /path ~/path ./path, a URL.
+_REFERENCE = re.compile(r"^(?:[$<{/\[]|%\w+%$|![a-z]+$|~/|\.\.?/|\[REDACTED)|://")
+# Code, not a value: a call or subscript (getpass(, os.environ[), attribute access (self.token),
+# or another variable named for what it holds (validate_password, user_pass).
+_CODE = re.compile(
+    r"^[A-Za-z_][\w.]*[(\[]|^[A-Za-z_]+(?:\.[A-Za-z_]+)+$|^\w*[_.](?i:pass|pwd|secret|token|key)\w*$"
+)
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:changeme|change[_-]?me|pass|password\d*|passwd|passphrase|pwd?|secret|token|api[_-]?key|redacted"
+    r"|hidden|none|null|nil|true|false|empty|undefined|required|optional|example|sample|placeholder"
+    r"|dummy|todo|tbd|foo|bar|baz|your[\w-]*|my[_-]?(?:password|secret|token)|x+|\*+|\.+|-+|#+)$"
+    r"|EXAMPLE"  # AWS's documentation keys end in EXAMPLE / EXAMPLEKEY
+)
+
+
+def _plausible(value: str) -> bool:
+    """Not a placeholder, a reference to somewhere else, code, or one character repeated."""
+    return not (_REFERENCE.search(value) or _PLACEHOLDER.search(value) or _CODE.search(value)
+                or len(set(value)) == 1)
+
+
+def _password(value: str) -> bool:
+    return len(value) >= 6 and _plausible(value)
+
+
+def _random(value: str) -> bool:
+    """Token-like: 8+ characters mixing letters and digits (or 20+ mixing upper and lower case)."""
+    has = [re.search(c, value) is not None for c in ("[a-z]", "[A-Z]", "[0-9]")]
+    mixed = (has[0] or has[1]) and has[2] if len(value) < 20 else sum(has) >= 2
+    return len(value) >= 8 and mixed and _plausible(value)
+
+
+# Issuer prefixes with their lengths: Visa, Mastercard (51-55, 2221-2720), Amex, Discover and JCB.
+_CARD = re.compile(
+    r"4(?:\d{12}|\d{15}|\d{18})|(?:5[1-5]\d\d|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720)\d{12}"
+    r"|3[47]\d{13}|(?:6011|65\d\d|35\d\d)\d{12,15}"
+)
+
+
+def _card(value: str) -> bool:
+    digits = re.sub(r"\D", "", value)
+    if not _CARD.fullmatch(digits):
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch) * (1 + i % 2)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def _pem_body(value: str) -> bool:
+    """A key block with a body, not a header quoted in prose or a `...` placeholder."""
+    return re.search(r"[A-Za-z0-9+/]{32}", value) is not None
+
+
+def _digits(lo: int, hi: int) -> Callable[[str], bool]:
+    return lambda value: lo <= len(re.sub(r"\D", "", value)) <= hi
+
+
+def _national(value: str) -> bool:
+    """9-12 digits, and not a day-month-year date such as 01.02.2026."""
+    return _digits(9, 12)(value) and not re.match(r"\d\d?([./-])\d\d?\1\d{2,4}\b", value)
+
+
+# -- rules --------------------------------------------------------------------
+
+_B = r"(?<![\w-])"  # token boundaries: not inside a longer identifier
+_E = r"(?![\w-])"
+# A value after `=` / `:`: no spaces or quotes, not ending in prose punctuation.
+_VALUE = r"""(?P<v>[^\s"'`]*[^\s"'`.,;:)\]}>])"""
+_PEM = r"(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"  # RSA, EC, OPENSSH, ENCRYPTED, PGP ...
+_SEP = r"""["']?[ \t]*(?::=|=>|=|:)[ \t]*["']?"""
+
+
+def _assignment(keys: str) -> re.Pattern[str]:
+    """`<...key> = value` in env files, YAML, JSON, code: the key may carry a prefix (DB_PASSWORD)."""
+    return re.compile(rf"(?i)(?<![\w.:-])[\w.-]*?(?:{keys}){_SEP}{_VALUE}")
+
+
+Rule = tuple[str, "re.Pattern[str]", "Callable[[str], bool] | None"]
+
+_SECRETS: list[Rule] = [
+    ("private key", re.compile(rf"-----BEGIN {_PEM}.*?-----END {_PEM}", re.DOTALL), _pem_body),
+    # Cut short (no END line): the header and the base64 lines right after it.
+    ("private key", re.compile(rf"-----BEGIN {_PEM}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/=]{{16,}})*"), _pem_body),
+    ("AWS access key", re.compile(rf"{_B}(?:AKIA|ASIA)[A-Z0-9]{{16}}{_E}"), _plausible),
+    ("AWS secret key", re.compile(
+        rf"(?i)aws[\w.-]*?secret[\w.-]*?{_SEP}(?P<v>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])"), _plausible),
+    ("GitHub token", re.compile(rf"{_B}(?:gh[pousr]_[A-Za-z0-9]{{36,251}}|github_pat_\w{{22,}}){_E}"), None),
+    ("GitLab token", re.compile(rf"{_B}glpat-[\w-]{{20,}}(?:\.[\w-]+)*"), None),
+    ("Slack token", re.compile(rf"{_B}xox[abprs]-[A-Za-z0-9-]{{10,}}"), None),
+    ("Slack webhook URL", re.compile(r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{20,}"), None),
+    ("Stripe key", re.compile(rf"{_B}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}"), None),
+    ("Anthropic API key", re.compile(rf"{_B}sk-ant-[\w-]{{32,}}"), None),
+    ("OpenAI API key", re.compile(rf"{_B}sk-(?:proj-|svcacct-|admin-)?[\w-]{{32,}}"), _random),
+    ("Google API key", re.compile(rf"{_B}AIza[\w-]{{35}}{_E}"), None),
+    ("npm token", re.compile(rf"{_B}npm_[A-Za-z0-9]{{36}}{_E}"), None),
+    ("PyPI token", re.compile(rf"{_B}pypi-AgEI[\w-]{{50,}}"), None),
+    ("JWT", re.compile(rf"{_B}eyJ[\w-]{{10,}}\.[\w-]{{10,}}\.[\w-]{{10,}}"), None),
+    ("bearer token", re.compile(
+        r"""(?i)\bauthorization["']?\s*[:=]\s*["']?bearer\s+(?P<v>[\w.~+/-]+=*)"""), _random),
+    ("URL password", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<v>[^\s:/@]+)@[^\s/@]"), _plausible),
+    ("password", _assignment(r"password|passwd|passphrase|pwd|(?<=[_.-])pass"), _password),
+    ("API key", _assignment(r"api[_-]?key"), _random),
+    ("secret", _assignment(r"secret(?:[_-]?access)?(?:[_-]?key)?"), _random),
+    ("token", _assignment(r"token"), _random),
+    # 4-4-4-4, 4-6-5 (Amex), 4-4-4-4-3 or one run of digits; one kind of separator throughout.
+    ("credit card number", re.compile(r"(?<![\w+.-])\d{4}([ -]?)\d{4,6}\1\d{4,5}(?:\1\d{1,4}){0,2}(?![\w-])"), _card),
+]
+_EMAILS: list[Rule] = [
+    ("email address", re.compile(
+        r"(?:(?<=mailto:)|(?<![\w.%+:/-]))[A-Za-z0-9._%+-]+@(?!\d+x\.)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+        r"\.[A-Za-z]{2,}\b(?!:[\w/~])"), None),
+]
+_PHONES: list[Rule] = [
+    # +CC, then groups split by space, dot or dash; a group may sit in parentheses.
+    ("phone number", re.compile(
+        r"(?<![\w+])\+\d{1,3}(?:\d{6,12}|(?:[ .-]?\(\d{1,5}\)\d{0,5}|[ .-]\d{1,5}){1,6})(?![\w:-])"),
+        _digits(8, 15)),
+    # North American: (555) 123-4567, 555-123-4567, 555.123.4567.
+    ("phone number", re.compile(
+        r"(?<![\w#+.-])(?:\([2-9]\d\d\)[ ]?|[2-9]\d\d[ .-])[2-9]\d\d[ .-]\d{4}(?![\w-])"), None),
+    # Trunk-prefixed national: 020 7946 0958, 06 12 34 56 78, 030-1234567.
+    ("phone number", re.compile(r"(?<![\w#+.-])0\d{1,4}(?:[ .-]\d{2,8}){1,4}(?![\w:-])"), _national),
+]
+
+
+def scan(text: str, policy: Policy = Policy()) -> list[Finding]:
+    """Findings sorted by start and not overlapping.
+
+    Where two overlap, the longer one (the earlier rule on a tie) gives the
+    kind, and the span grows to cover both, so masking never leaves a tail.
+    """
+    rules = _SECRETS + (_EMAILS if policy.emails else []) + (_PHONES if policy.phones else [])
+    found = []
+    for order, (kind, pattern, valid) in enumerate(rules):
+        for m in pattern.finditer(text):
+            group = "v" if "v" in pattern.groupindex else 0
+            if valid is None or valid(m.group(group)):
+                found.append((m.start(group), -(m.end(group) - m.start(group)), order, kind))
+    found.sort()
+    out: list[Finding] = []
+    for start, neg_len, _, kind in found:
+        end = start - neg_len
+        if out and start < out[-1].end:
+            last = out[-1]
+            kind = last.kind if last.end - last.start >= end - start else kind
+            out[-1] = Finding(kind, last.start, max(last.end, end))
+        else:
+            out.append(Finding(kind, start, end))
+    return out
+
+
+def mask(text: str, findings: list[Finding]) -> str:
+    """`text` with each finding's span replaced by `[REDACTED:<kind>]`, the rest unchanged."""
+    parts, pos = [], 0
+    for f in sorted(findings, key=lambda f: (f.start, f.end)):
+        if f.end <= pos:
+            continue
+        parts += [text[pos:max(pos, f.start)], f"[REDACTED:{f.kind}]"]
+        pos = f.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+def describe(findings: Iterable[Finding]) -> str:
+    """What was found, as a phrase: "an AWS access key and 2 passwords". Kinds only, never text."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    if not counts:
+        return "nothing sensitive"
+    phrases = []
+    for kind, n in counts.items():
+        if n > 1:
+            phrases.append(f"{n} {kind}{'es' if kind.endswith('s') else 's'}")
+        else:
+            phrases.append(f"{'an' if kind[0] in 'aeiouAEIO' or kind.startswith('npm') else 'a'} {kind}")
+    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
