@@ -29,6 +29,18 @@ def test_package_import_is_lazy():
     assert vaultmem.Vault.__name__ == "Vault" and "Vault" in vaultmem.__all__
 
 
+def test_every_public_name_resolves_and_the_api_covers_the_cli_operations():
+    import vaultmem
+
+    for name in vaultmem.__all__:
+        assert getattr(vaultmem, name).__name__ == name
+    operations = ("add", "learn", "recall", "get", "notes", "grade", "grade_batch", "review", "prompt", "correct",
+                  "why", "promote", "set_tier", "verify", "archive", "restore", "decay", "related", "import_file")
+    for operation in operations:
+        method = getattr(vaultmem.Vault, operation)
+        assert method.__doc__, f"Vault.{operation} is undocumented"
+
+
 def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
     from vaultmem.entry import parse_recall
 

@@ -2,8 +2,9 @@
 
     from vaultmem import Vault
     vault = Vault.open("~/vaults/agent")
-    note = vault.add("Staging runs Postgres 16", namespace="work")
-    vault.grade(note.id, "good")
+    added = vault.add("Staging runs Postgres 16", namespace="work")
+    hits = vault.recall("postgres on staging", k=3)
+    vault.grade(added.note.id, "good")
 
 Names are imported on first use, so `import vaultmem.cli` (run on every agent
 prompt) does not pay for YAML, FSRS or the indexes it may not need.
@@ -18,11 +19,15 @@ _EXPORTS = {
     "NoteError": "errors",
     "NotFound": "errors",
     "VaultmemError": "errors",
+    "SecretFound": "errors",
     "Note": "model",
+    "Added": "vault",
+    "Related": "vault",
     "Vault": "vault",
     "init_vault": "vault",
     "Hit": "recall",
     "RecallEngine": "recall",
+    "PromptBlock": "prompt",
 }
 
 __all__ = sorted(_EXPORTS)

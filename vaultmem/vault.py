@@ -207,6 +207,7 @@ class Vault:
         self._catalog = self._last_catalog = catalog
 
     def notes(self, include_hidden: bool = False) -> list[Note]:
+        """Every readable note; archived, suspended and superseded ones only with `include_hidden`."""
         notes = self.catalog().notes
         return notes if include_hidden else [n for n in notes if not n.is_hidden]
 
