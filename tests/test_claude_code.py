@@ -14,14 +14,14 @@ from click.testing import CliRunner
 
 from vaultmem.capture import observations
 from vaultmem.cli import cli
-from vaultmem.integrations.claude_code import (
+from vaultmem.integrations.claude_code import run_hook
+from vaultmem.integrations.claude_settings import (
     BACKUP_SUFFIX,
-    check_command,
     is_ours,
     merge_hooks,
     remove_hooks,
-    run_hook,
 )
+from vaultmem.integrations.command_check import check_command
 from vaultmem.vault import Vault
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]

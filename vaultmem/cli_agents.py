@@ -61,7 +61,7 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
       vaultmem import ./CLAUDE.md -n projects/api --dry-run
       vaultmem import backup.jsonl --vault ~/vaults/new
     """
-    from .integrations.importers import run_import
+    from .integrations.importers.run import run_import
 
     vault = _vault_for_import(vault_path)
     report = run_import(vault, path, fmt=fmt, namespace=namespace, dry_run=dry_run, redact=redact)
@@ -117,7 +117,7 @@ def _settings_target(user, project, local, settings):
     from pathlib import Path
 
     from .errors import BadInput
-    from .integrations.claude_code import project_settings_path, user_settings_path
+    from .integrations.claude_settings import project_settings_path, user_settings_path
 
     if sum(bool(x) for x in (user, project, local, settings)) > 1:
         raise BadInput("choose one of --user, --project, --local and --settings")
@@ -189,7 +189,7 @@ def hooks_install(claude_code, user, project, local, settings, command, dry_run,
 
     Example: vaultmem hooks install --claude-code --user
     """
-    from .integrations.claude_code import install
+    from .integrations.claude_settings import install
 
     target = _settings_target(user, project, local, settings)
     _report_change(out, install(target, command=command, vault=vault_path, dry_run=dry_run), "installed", dry_run)
@@ -204,7 +204,7 @@ def hooks_uninstall(claude_code, user, project, local, settings, dry_run, out, v
 
     Example: vaultmem hooks uninstall --claude-code --user
     """
-    from .integrations.claude_code import uninstall
+    from .integrations.claude_settings import uninstall
 
     target = _settings_target(user, project, local, settings)
     _report_change(out, uninstall(target, dry_run=dry_run), "uninstalled", dry_run)
@@ -220,12 +220,13 @@ def hooks_status(out, vault_path):
     import os
 
     from .integrations import claude_code as cc
+    from .integrations import claude_settings as cs
 
     files = []
-    for scope, path in (("user", cc.user_settings_path()), ("project", cc.project_settings_path()),
-                        ("local", cc.project_settings_path(local=True))):
+    for scope, path in (("user", cs.user_settings_path()), ("project", cs.project_settings_path()),
+                        ("local", cs.project_settings_path(local=True))):
         try:
-            events = cc.installed_events(cc.read_settings(path)[0]) if path.exists() else {}
+            events = cs.installed_events(cs.read_settings(path)[0]) if path.exists() else {}
             problem = None
         except Exception as exc:  # noqa: BLE001 - a broken file is reported, not fatal
             events, problem = {}, str(exc)
@@ -288,7 +289,7 @@ def install_skill(folder, force, out, vault_path):
 
     Example: vaultmem install-skill ~/.claude/skills/vaultmem
     """
-    from .integrations.claude_code import install_skill as write_skill
+    from .integrations.skill import install_skill as write_skill
 
     path, changed = write_skill(folder, force=force)
     out.emit({"skill": str(path), "changed": changed}, f"{'wrote' if changed else 'unchanged'}: {path}")

@@ -1,0 +1,210 @@
+"""The PreToolUse check: vaultmem invocations in a Bash line, checked against the CLI.
+
+Claude Code's PreToolUse hook (claude_code.pre_tool_use) hands over each Bash
+command that mentions vaultmem. The line is split into simple commands; each
+vaultmem invocation (`vaultmem ...`, `python -m vaultmem ...`, behind env,
+sudo, `uv run`...) is parsed by click against the real command tree. An
+unknown option, a usage error, or an add/learn without a namespace gives a
+reason to deny that carries the right syntax (`synopsis`) and an example;
+whatever it cannot judge (shell expansions, unbalanced quotes, --help) is
+allowed.
+
+Its own module because it depends on the CLI's command tree, not on the hook
+machinery: the skill file reuses `synopsis`. `default_namespace` (the
+project's namespace, suggested here and used by capture) lives here too, so
+the runner imports this module and nothing imports back.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+
+_WRAPPERS = {"env", "sudo", "time", "nohup", "exec", "command", "nice", "caffeinate", "timeout"}
+_RUNNERS = {"uv", "poetry", "pipx", "pdm", "hatch", "rye"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+
+
+def shell_commands(command: str) -> list[list[str]]:
+    """The simple commands of a shell line (split at ; && || | & ( ) and newlines), redirections dropped.
+
+    [] when the line cannot be parsed (unbalanced quotes): nothing to check.
+    """
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace_split = True
+    lexer.whitespace = " \t\r"
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return []
+    commands, current, skip_target = [], [], False
+    for token in tokens:
+        if token and all(ch in "();<>|&\n" for ch in token):
+            if token[0] in "<>" or token.startswith("&>"):
+                if current and current[-1].isdigit():
+                    current.pop()  # 2>/dev/null: the 2 belongs to the redirection
+                skip_target = True  # the file (or descriptor) it redirects to
+                continue
+            if current:
+                commands.append(current)
+            current, skip_target = [], False
+            continue
+        if skip_target:
+            skip_target = False
+            continue
+        current.append(token)
+    if current:
+        commands.append(current)
+    return commands
+
+
+def vaultmem_args(words: list[str]) -> list[str] | None:
+    """The arguments of a vaultmem invocation (`vaultmem ...`, `python -m vaultmem ...`), else None."""
+    i = 0
+    while i < len(words) and (_ASSIGNMENT.match(words[i]) or words[i] in _WRAPPERS):
+        i += 1
+    if i + 1 < len(words) and words[i] in _RUNNERS and words[i + 1] == "run":
+        i += 2
+    while i < len(words) and _ASSIGNMENT.match(words[i]):
+        i += 1
+    if i >= len(words):
+        return None
+    program = os.path.basename(words[i])
+    if program == "vaultmem":
+        return words[i + 1:]
+    if _PYTHON.match(program) and words[i + 1:i + 3] == ["-m", "vaultmem"]:
+        return words[i + 3:]
+    return None
+
+
+def check_command(command: str, cwd: str | None = None) -> str | None:
+    """Why a Bash command's vaultmem invocation would fail (with the right syntax), or None to allow."""
+    for words in shell_commands(command):
+        args = vaultmem_args(words)
+        if args is None:
+            continue
+        reason = check_args(args, cwd=cwd)
+        if reason:
+            return reason
+    return None
+
+
+_REQUIRED_OPTIONS = {("add", "namespace"), ("learn", "namespace"), ("learn", "steps")}
+_SHARED_OPTIONS = {"vault_path", "as_json", "quiet", "help"}
+
+
+def check_args(args: list[str], cwd: str | None = None) -> str | None:
+    """Check vaultmem arguments against the real command tree; a reason to deny, or None."""
+    import click
+
+    from ..cli import cli
+
+    if not args or any(a in ("-h", "--help", "--version") for a in args):
+        return None
+    if any("$" in a or "`" in a for a in args):
+        return None  # expanded by the shell: the words we see are not the ones vaultmem gets
+    path = ["vaultmem"]
+    group, parent = cli, None
+    try:
+        ctx = group.make_context("vaultmem", list(args), resilient_parsing=False)
+        while True:
+            rest = list(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", None) or []) \
+                + list(ctx.args)
+            if not rest:
+                return None
+            name, command, rest = group.resolve_command(ctx, rest)
+            path.append(name)
+            parent = ctx
+            ctx = command.make_context(name, list(rest), parent=parent)
+            if not isinstance(command, click.Group):
+                break
+            group = command
+    except click.exceptions.NoSuchOption as exc:
+        cmd = _command_at(path)
+        if isinstance(cmd, click.Group):
+            return (f"{exc.format_message()} `{' '.join(path)}` commands: {', '.join(sorted(cmd.commands))}. "
+                    f"See `{' '.join(path)} COMMAND --help`.")
+        return (f"`{' '.join(path)}` has no option {exc.option_name}. {exc.format_message()} "
+                f"Correct syntax: {synopsis(cmd, path)}. Fix the command and run it again.{_example(cmd)}")
+    except click.exceptions.UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            return None  # `vaultmem hooks` alone prints help: harmless
+        cmd = _command_at(path)
+        if isinstance(cmd, click.Group):
+            names = ", ".join(sorted(cmd.commands))
+            return (f"{exc.format_message()} `{' '.join(path)}` commands: {names}. "
+                    f"See `{' '.join(path)} COMMAND --help`.")
+        return (f"{exc.format_message()} Correct syntax: {synopsis(cmd, path)}. "
+                f"Fix the command and run it again.{_example(cmd)}")
+    except click.exceptions.ClickException:
+        return None
+    except click.exceptions.Exit:
+        return None
+    name = path[-1] if len(path) == 2 else ""
+    if name in ("add", "learn") and not (ctx.params.get("namespace") or "").strip():
+        cmd = _command_at(path)
+        text = ctx.params.get("text") or ctx.params.get("title") or "TEXT"
+        example = f"vaultmem {name} {shlex.quote(text)} -n {default_namespace(cwd=cwd)}"
+        if name == "learn":
+            example += " --steps \"1. ... 2. ...\""
+        return (f"`vaultmem {name}` needs a namespace: -n NAMESPACE (e.g. -n work or -n projects/api). "
+                f"Correct syntax: {synopsis(cmd, path)}. For this project: {example}")
+    return None
+
+
+def _command_at(path: list[str]):
+    from ..cli import cli
+
+    command = cli
+    for name in path[1:]:
+        command = command.commands.get(name, command) if hasattr(command, "commands") else command
+    return command
+
+
+def synopsis(command, path: list[str]) -> str:
+    """`vaultmem add TEXT -n NAMESPACE [-t TAGS] ...`: every argument and option of a command."""
+    import click
+
+    name = path[-1] if path else ""
+    parts = list(path)
+    for param in command.params:
+        if isinstance(param, click.Argument):
+            word = (param.metavar or param.name or "").upper()
+            word += "..." if param.nargs == -1 else ""
+            parts.append(word if param.required else f"[{word}]")
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.name in _SHARED_OPTIONS or param.hidden:
+            continue
+        flag = min(param.opts, key=len)
+        if param.is_flag:
+            word = flag
+        elif isinstance(param.type, click.Choice):
+            word = f"{flag} {'|'.join(map(str, param.type.choices))}"
+        else:
+            word = f"{flag} {(param.metavar or param.name or '').upper()}"
+        parts.append(word if param.required or (name, param.name) in _REQUIRED_OPTIONS else f"[{word}]")
+    if any(getattr(p, "name", "") == "as_json" for p in command.params):
+        parts.append("[--json]")
+    return " ".join(parts)
+
+
+def _example(command) -> str:
+    for line in (command.help or "").splitlines():
+        if line.strip().startswith("Example:"):
+            return " " + line.strip()
+    return ""
+
+
+def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Where captured memories go: `$VAULTMEM_NAMESPACE`, else `projects/<project>`, else `inbox`."""
+    from ..provenance import current_project
+
+    env = os.environ if env is None else env
+    given = (env.get("VAULTMEM_NAMESPACE") or "").strip().strip("/")
+    if given:
+        return given
+    project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd) or "").strip("-.")
+    return f"projects/{project}" if project else "inbox"
