@@ -15,14 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.integrations.importers import (
-    Incoming,
-    Restore,
-    Skip,
-    detect,
-    read,
-    run_import,
-)
+from vaultmem.integrations.importers import detect, read
+from vaultmem.integrations.importers.base import Incoming, Restore, Skip
+from vaultmem.integrations.importers.run import run_import
 from vaultmem.vault import Vault, init_vault
 
 FIXTURES = Path(__file__).parent / "fixtures" / "import"

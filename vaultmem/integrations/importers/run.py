@@ -1,0 +1,191 @@
+"""`run_import`: one source's records written into a vault, and the `Report` of it.
+
+Reads the source with `read` (the package's format detection and readers) and
+writes what it holds: memories and skills through `Vault.add`, merged rather
+than copied when the vault already has them and never superseding anything,
+whole note files through `exporters.restore_file`. The `Report` lists every
+record as added, merged, unchanged, a conflict, skipped or an error;
+`vaultmem import` (cli_agents.py) prints it and takes its exit code from it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ...errors import BadInput, SecretFound, VaultmemError
+from . import default_namespace, read
+from .base import Incoming, Restore, Skip, clean_namespace
+
+
+@dataclass
+class Report:
+    """What an import did (or, with dry_run, would do), one entry per record."""
+
+    path: str
+    format: str
+    dry_run: bool = False
+    added: list[dict] = field(default_factory=list)
+    merged: list[dict] = field(default_factory=list)  # a recurrence of an existing memory, or a repeat
+    unchanged: list[dict] = field(default_factory=list)  # a restored note the vault already has, identical
+    conflicts: list[dict] = field(default_factory=list)  # a restored note the vault has with other text
+    skipped: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        lists = ("added", "merged", "unchanged", "conflicts", "skipped", "errors")
+        return {"path": self.path, "format": self.format, "dry_run": self.dry_run,
+                "counts": {name: len(getattr(self, name)) for name in lists},
+                **{name: getattr(self, name) for name in lists}}
+
+    def summary(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        parts = [f"{verb} {len(self.added)}", f"merged {len(self.merged)}"]
+        if self.unchanged or self.conflicts:
+            parts += [f"unchanged {len(self.unchanged)}", f"conflicts {len(self.conflicts)}"]
+        parts += [f"skipped {len(self.skipped)}", f"errors {len(self.errors)}"]
+        lines = [f"{self.format} {self.path}: " + ", ".join(parts)]
+        for name, label in (("conflicts", "conflict"), ("skipped", "skipped"), ("errors", "error")):
+            lines += [f"  {label}: {item['source']}: {item['reason']}" for item in getattr(self, name)]
+        return "\n".join(lines)
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry_run: bool = False,
+               redact: bool = False) -> Report:
+    """Read `path` and write what it holds into `vault`.
+
+    Memories go through `Vault.add` (the redaction filter, and near-duplicates
+    merged into a recurrence); an exact repeat, inside the import or of a memory
+    the namespace already has, is merged without writing anything, so importing
+    the same file twice changes nothing. Imports never supersede or contest
+    existing memories. Whole note files (an export, a note with vaultmem
+    properties) are restored byte for byte; one that exists with other text is a
+    conflict and is left alone. Nothing is written with `dry_run`.
+    """
+    from ...vault import check_namespace
+    from ..exporters import NoteIndex, restore_file
+
+    source_path = Path(os.path.expanduser(str(path))).resolve()
+    base = check_namespace(namespace) if namespace else ""
+    fmt, records = read(source_path, fmt, vault.config.max_note_bytes)
+    report = Report(str(source_path), fmt, dry_run)
+    fallback = default_namespace(source_path, fmt)
+    known = _known_texts(vault)
+    seen: dict[tuple, str] = {}
+    index = NoteIndex.of(vault)
+    incoming = sorted((r for r in records if isinstance(r, Incoming)),
+                      key=lambda r: (r.created is None, r.created or datetime.min.replace(tzinfo=timezone.utc)))
+    for record in [r for r in records if not isinstance(r, Incoming)] + incoming:
+        if isinstance(record, Skip):
+            report.skipped.append({"source": record.source, "reason": record.reason})
+        elif isinstance(record, Restore):
+            try:
+                action, detail = restore_file(vault, record.rel, record.text, record.source, dry_run, index)
+            except SecretFound as exc:
+                report.skipped.append({"source": record.source, "reason": f"secret found: {exc}"})
+                continue
+            except VaultmemError as exc:
+                report.errors.append({"source": record.source, "reason": str(exc)})
+                continue
+            entry = dict(detail, source=record.source)
+            {"added": report.added, "unchanged": report.unchanged, "conflict": report.conflicts}[action].append(entry)
+        else:
+            _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact)
+    return report
+
+
+def _known_texts(vault) -> dict[tuple, str]:
+    known = {}
+    for note in vault.notes(include_hidden=True):
+        known.setdefault((note.namespace, note.type, _norm(note.text)), note.id)
+    return known
+
+
+def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, seen: dict, report: Report,
+             dry_run: bool, redact: bool) -> None:
+    from ...vault import check_namespace
+
+    text = record.text.strip()
+    if not text:
+        report.skipped.append({"source": record.source, "reason": "empty"})
+        return
+    sub = clean_namespace(record.namespace)
+    try:
+        namespace = check_namespace("/".join(p for p in (base, sub) if p) or fallback)
+    except BadInput as exc:
+        report.errors.append({"source": record.source, "reason": str(exc)})
+        return
+    key = (namespace, record.kind, _norm(text))
+    if key in seen:
+        report.merged.append({"id": seen[key], "namespace": namespace, "source": record.source,
+                              "reason": "repeated in the import"})
+        return
+    if key in known:
+        seen[key] = known[key]
+        report.merged.append({"id": known[key], "namespace": namespace, "source": record.source,
+                              "reason": "already in the vault"})
+        return
+    if dry_run:
+        _predict(vault, record, text, namespace, key, seen, report, redact)
+        return
+    try:
+        result = _call_add(vault, record, text, namespace, redact)
+    except SecretFound as exc:
+        report.skipped.append({"source": record.source, "reason": f"secret found: {exc}"})
+        return
+    except VaultmemError as exc:
+        report.errors.append({"source": record.source, "reason": str(exc)})
+        return
+    note = getattr(result, "note", result)
+    action = getattr(result, "action", "added")
+    seen[key] = note.id
+    entry = {"id": note.id, "namespace": namespace, "path": note.path, "source": record.source}
+    if action == "recurrence":
+        report.merged.append(dict(entry, reason=getattr(result, "reason", "") or "same memory"))
+        return
+    known[(note.namespace, note.type, _norm(note.text))] = note.id
+    if record.extra.get("status") == "archived":
+        try:
+            note = vault.archive(note.id, reason="import")
+            entry.update(path=note.path, status="archived")
+        except VaultmemError as exc:
+            report.errors.append({"source": record.source, "reason": f"added as {note.id}, not archived: {exc}"})
+    report.added.append(entry)
+
+
+def _call_add(vault, record: Incoming, text: str, namespace: str, redact: bool):
+    """`Vault.add`, merging near-duplicates but never superseding what the vault holds
+    (an imported fact may well be older than the memory it seems to contradict)."""
+    return vault.add(text, namespace, tags=record.tags, source=record.source, created=record.created,
+                     tier=record.tier, kind=record.kind, title=record.title, redact=redact, supersede=False,
+                     merge=True)
+
+
+def _predict(vault, record: Incoming, text: str, namespace: str, key: tuple, seen: dict, report: Report,
+             redact: bool) -> None:
+    """What `add` would do, without writing: refused for a secret, merged, or added."""
+    from ...redact import Policy, describe, scan
+
+    findings = scan(text, Policy(emails=getattr(vault.config, "redact_emails", False),
+                                 phones=getattr(vault.config, "redact_phones", False)))
+    if findings and not redact:
+        report.skipped.append({"source": record.source, "reason": f"secret found: the text holds {describe(findings)}"})
+        return
+    seen[key] = None
+    try:
+        related = vault.related(text, namespace, record.kind) if hasattr(vault, "related") else []
+    except Exception:  # noqa: BLE001 - a prediction; the real add decides
+        related = []
+    duplicate = next((r for r in related if r.relation == "duplicate"), None)
+    if duplicate is not None:
+        seen[key] = duplicate.note.id
+        report.merged.append({"id": duplicate.note.id, "namespace": namespace, "source": record.source,
+                              "reason": duplicate.reason})
+    else:
+        report.added.append({"id": None, "namespace": namespace, "source": record.source})
