@@ -8,9 +8,17 @@ Every write passes through `scan` first and is refused if anything is found;
 
 Each rule below is (kind, pattern, validator). A pattern with a group named
 `v` reports only that group, so in `password = ...` only what follows the
-`=` is masked. Validators turn away look-alikes: placeholders and
-references (`<password>`, `***`, `$PASSWORD`, `${VAR}`, `changeme`), card
-numbers failing Luhn, dates and versions posing as phone numbers.
+`=` is masked. Validators turn away look-alikes, because a false alarm on
+every "password policy" memory would teach people to switch the filter off:
+
+- an assigned password must be 6+ characters with no spaces and not a
+  placeholder or a reference (`<password>`, `***`, `xxx`, `changeme`,
+  `$PASSWORD`, `${VAR}`, `{{ var }}`, a path, a URL) or a piece of code
+  (`getpass()`, `self.password`, `os.environ[`);
+- an assigned token, secret or API key must also look random: letters mixed
+  with digits (or 20+ characters mixing upper and lower case);
+- a card number must fit an issuer's prefix and length and pass Luhn;
+- a phone number needs separators or a +CC, and dates are turned away.
 
 Secrets are always looked for. Emails and phone numbers are personal data a
 memory may legitimately hold, so they are looked for only when the policy asks.
@@ -47,8 +55,8 @@ _CODE = re.compile(
     r"^[A-Za-z_][\w.]*[(\[]|^[A-Za-z_]+(?:\.[A-Za-z_]+)+$|^\w*[_.](?i:pass|pwd|secret|token|key)\w*$"
 )
 _PLACEHOLDER = re.compile(
-    r"(?i)^(?:changeme|change[_-]?me|pass|password\d*|passwd|passphrase|pwd?|secret|token|api[_-]?key|redacted"
-    r"|hidden|none|null|nil|true|false|empty|undefined|required|optional|example|sample|placeholder"
+    r"(?i)^(?:changeme|change[_-]?me|pass|password\d*|passwd|passphrase|pwd?|secret|token|api[_-]?key"
+    r"|redacted|hidden|none|null|nil|true|false|empty|undefined|required|optional|example|sample|placeholder"
     r"|dummy|todo|tbd|foo|bar|baz|your[\w-]*|my[_-]?(?:password|secret|token)|x+|\*+|\.+|-+|#+)$"
     r"|EXAMPLE"  # AWS's documentation keys end in EXAMPLE / EXAMPLEKEY
 )
@@ -115,22 +123,26 @@ _SEP = r"""["']?[ \t]*(?::=|=>|=|:)[ \t]*["']?"""
 
 def _assignment(keys: str) -> re.Pattern[str]:
     """`<...key> = value` in env files, YAML, JSON, code: the key may carry a prefix (DB_PASSWORD)."""
-    return re.compile(rf"(?i)(?<![\w.:-])[\w.-]*?(?:{keys}){_SEP}{_VALUE}")
+    return re.compile(rf"(?i)(?<![\w.:-])[\w.-]{{0,40}}?(?:{keys}){_SEP}{_VALUE}")
 
 
-Rule = tuple[str, "re.Pattern[str]", "Callable[[str], bool] | None"]
+Rule = tuple[str, re.Pattern, Callable[[str], bool] | None]
 
 _SECRETS: list[Rule] = [
-    ("private key", re.compile(rf"-----BEGIN {_PEM}.*?-----END {_PEM}", re.DOTALL), _pem_body),
+    ("private key", re.compile(rf"-----BEGIN {_PEM}(?:[^-]|-(?!----))*-----END {_PEM}"), _pem_body),
     # Cut short (no END line): the header and the base64 lines right after it.
-    ("private key", re.compile(rf"-----BEGIN {_PEM}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/=]{{16,}})*"), _pem_body),
+    ("private key", re.compile(
+        rf"-----BEGIN {_PEM}(?:[ \t]*(?:\r?\n|\\n)[ \t]*[A-Za-z0-9+/=]{{16,}})*"), _pem_body),
     ("AWS access key", re.compile(rf"{_B}(?:AKIA|ASIA)[A-Z0-9]{{16}}{_E}"), _plausible),
     ("AWS secret key", re.compile(
-        rf"(?i)aws[\w.-]*?secret[\w.-]*?{_SEP}(?P<v>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])"), _plausible),
-    ("GitHub token", re.compile(rf"{_B}(?:gh[pousr]_[A-Za-z0-9]{{36,251}}|github_pat_\w{{22,}}){_E}"), None),
+        rf"(?i)(?<![\w.:-])[\w.-]{{0,20}}?aws[\w.-]{{0,20}}?secret[\w.-]{{0,20}}?{_SEP}"
+        r"(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _plausible),
+    ("GitHub token", re.compile(
+        rf"{_B}(?:gh[pousr]_[A-Za-z0-9]{{36,251}}|github_pat_\w{{22,}}){_E}"), None),
     ("GitLab token", re.compile(rf"{_B}glpat-[\w-]{{20,}}(?:\.[\w-]+)*"), None),
     ("Slack token", re.compile(rf"{_B}xox[abprs]-[A-Za-z0-9-]{{10,}}"), None),
-    ("Slack webhook URL", re.compile(r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{20,}"), None),
+    ("Slack webhook URL", re.compile(
+        r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{20,}"), None),
     ("Stripe key", re.compile(rf"{_B}(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{{16,}}{_E}"), None),
     ("Anthropic API key", re.compile(rf"{_B}sk-ant-[\w-]{{32,}}"), None),
     ("OpenAI API key", re.compile(rf"{_B}sk-(?:proj-|svcacct-|admin-)?[\w-]{{32,}}"), _random),
@@ -140,13 +152,15 @@ _SECRETS: list[Rule] = [
     ("JWT", re.compile(rf"{_B}eyJ[\w-]{{10,}}\.[\w-]{{10,}}\.[\w-]{{10,}}"), None),
     ("bearer token", re.compile(
         r"""(?i)\bauthorization["']?\s*[:=]\s*["']?bearer\s+(?P<v>[\w.~+/-]+=*)"""), _random),
-    ("URL password", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<v>[^\s:/@]+)@[^\s/@]"), _plausible),
+    ("URL password", re.compile(  # scheme://user:PASSWORD@host
+        r"(?i)(?<![\w+.-])[a-z][a-z0-9+.-]{0,30}://[^\s:/@]*:(?P<v>[^\s:/@]+)@[^\s/@]"), _plausible),
     ("password", _assignment(r"password|passwd|passphrase|pwd|(?<=[_.-])pass"), _password),
     ("API key", _assignment(r"api[_-]?key"), _random),
     ("secret", _assignment(r"secret(?:[_-]?access)?(?:[_-]?key)?"), _random),
     ("token", _assignment(r"token"), _random),
     # 4-4-4-4, 4-6-5 (Amex), 4-4-4-4-3 or one run of digits; one kind of separator throughout.
-    ("credit card number", re.compile(r"(?<![\w+.-])\d{4}([ -]?)\d{4,6}\1\d{4,5}(?:\1\d{1,4}){0,2}(?![\w-])"), _card),
+    ("credit card number", re.compile(
+        r"(?<![\w+.-])\d{4}([ -]?)\d{4,6}\1\d{4,5}(?:\1\d{1,4}){0,2}(?![\w-])"), _card),
 ]
 _EMAILS: list[Rule] = [
     ("email address", re.compile(
@@ -175,8 +189,8 @@ def scan(text: str, policy: Policy = Policy()) -> list[Finding]:
     rules = _SECRETS + (_EMAILS if policy.emails else []) + (_PHONES if policy.phones else [])
     found = []
     for order, (kind, pattern, valid) in enumerate(rules):
+        group = "v" if "v" in pattern.groupindex else 0
         for m in pattern.finditer(text):
-            group = "v" if "v" in pattern.groupindex else 0
             if valid is None or valid(m.group(group)):
                 found.append((m.start(group), -(m.end(group) - m.start(group)), order, kind))
     found.sort()
