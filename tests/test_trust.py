@@ -94,8 +94,8 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
 
 
 def test_an_unclear_conflict_marks_both_contested_and_prompt_says_so(run, vault_dir):
-    a = run.json("add", "Alice leads the billing team in Berlin", "-n", "org")
-    b = run.json("add", "Bob leads the billing team in Paris", "-n", "org")
+    a = run.json("add", "Our billing service runs in Berlin on 3 servers", "-n", "org")
+    b = run.json("add", "Our billing service runs in Paris on 5 servers", "-n", "org")
     assert b["contested"] == [a["id"]] and b["superseded"] == []
     assert props(vault_dir, a["path"])["contested"] is True and props(vault_dir, b["path"])["contested"] is True
     block = run.json("prompt")
@@ -141,8 +141,8 @@ def test_promotion_is_earned_staged_and_adopted(run, vault_dir):
 
 
 def test_contested_and_redacted_memories_do_not_promote(run, vault_dir):
-    a = run.json("add", "Alice leads the billing team in Berlin", "-n", "org")
-    b = run.json("add", "Bob leads the billing team in Paris", "-n", "org")
+    a = run.json("add", "Our billing service runs in Berlin on 3 servers", "-n", "org")
+    b = run.json("add", "Our billing service runs in Paris on 5 servers", "-n", "org")
     secret = run.json("add", "Deploy with password=hunter2hunter2 on the box", "-n", "org", "--redact")
     assert props(vault_dir, secret["path"])["redacted"] is True
     for day, session in (("2026-01-06", "s1"), ("2026-01-07", "s2"), ("2026-01-08", "s3")):
@@ -277,3 +277,15 @@ def test_python_api_add_returns_what_happened(vault_dir):
     assert first.action == "added" and second.superseded == (first.note.id,)
     assert vault.get(first.note.id).status == "superseded"
     assert [h.note.id for h in vault.recall("postgres on staging")] == [second.note.id]
+
+
+def test_different_statements_on_one_topic_are_neither_merged_nor_contested(run, vault_dir):
+    first = run.json("add", "Thanks, Gina! Your kind words mean a lot. I won't give up!", "-n", "chat")
+    second = run.json("add", "Thanks, Jon! Your words are really encouraging. Glad my journey is inspiring others.",
+                      "-n", "chat")
+    assert second["action"] == "added" and second["contested"] == [] and second["superseded"] == []
+    assert props(vault_dir, first["path"]).get("contested") is None
+    # Facts that differ only in their numbers are never folded into one note.
+    a = run.json("add", "Service 5 listens on port 8153", "-n", "ports")
+    b = run.json("add", "Service 15 listens on port 8163", "-n", "ports")
+    assert b["action"] == "added" and b["id"] != a["id"]

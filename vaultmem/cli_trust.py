@@ -36,7 +36,7 @@ def conflicts(text, namespace, out, vault_path):
                      "similarity": round(item.similarity, 4), "text": item.note.summary, "path": item.note.path})
         rows.append([item.note.id, item.relation, action, f"{item.similarity:.2f}", _short(item.reason, 40),
                      _short(item.note.summary, 50)])
-    out.emit(data, _table(rows, ["ID", "RELATION", "ADD WOULD", "COSINE", "WHY", "TEXT"])
+    out.emit(data, _table(rows, ["ID", "RELATION", "ADD WOULD", "SIMILARITY", "WHY", "TEXT"])
              or "no conflicts: adding it would write a new memory")
 
 

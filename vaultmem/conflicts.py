@@ -24,7 +24,8 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
    Negation cues (not, n't, no, never, no longer, without, stopped, "used to"; не, нет,
    без, никогда) and antonyms (dislikes = not likes) set a polarity; the value after
    "instead of", "rather than", "switched from" is not asserted.
-2. Under half of the smaller side's content words shared and similarity < 0.8: compatible.
+2. Under half of the smaller side's content words, or under a third of the larger
+   side's, shared and similarity < 0.8: compatible.
 3. Same words swapped around over/than/from/to: unclear.
 4. Polarity differs: conflict if nothing else differs, else unclear.
 5. Nothing differs: duplicate. Only one side adds words: a qualifier (except, only,
@@ -35,7 +36,9 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
    Values of different kinds: compatible ("on Fridays" vs "with ArgoCD"). One plain word
    each side: conflict after an exclusive word (prefers, favourite, default, main),
    compatible after an additive or role word, else unclear.
-7. Otherwise compatible if an additive verb is shared, else unclear.
+7. Otherwise compatible if an additive verb is shared, or if, below similarity 0.8,
+   ordinary words differ beyond one on a side (different statements on one topic,
+   negated or not); else unclear.
 A hedge (probably, maybe, I think, might) turns a conflict into unclear.
 """
 
@@ -298,7 +301,10 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
             only_b.remove(y)
     keys_a = {t.key for t in a.content}
     shared = [t for t in {t.key: t for t in a.content}.values() if t not in only_a]
-    if len(shared) / max(1, min(len(keys_a), len(keys_b))) < 0.5 and similarity < 0.8:
+    # Same subject: most of the shorter text, and a third of the longer one, is shared
+    # (a short greeting is "contained" in any chat line that names the same person).
+    smaller, larger = sorted((len(keys_a), len(keys_b)))
+    if (len(shared) / max(1, smaller) < 0.5 or len(shared) / max(1, larger) < 0.34) and similarity < 0.8:
         return Verdict("compatible", f"different subjects (shared: {_show(shared)})")
     hedge = " (hedged)" if a.hedged or b.hedged else ""
 
@@ -317,6 +323,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
     heavy_b = [t for t in only_b if t.kind == "word" and t.key not in LIGHT]
     cues = {t.key for t in shared if t.kind == "word"}
     if a.neg % 2 != b.neg % 2:
+        if similarity < 0.8 and (len(heavy_a) > 1 or len(heavy_b) > 1):
+            return Verdict("compatible", f"different statements: {_show(only_a)} / {_show(only_b)}")
         if vals_a or vals_b or heavy_a or heavy_b:
             return Verdict("unclear", f"negation and other differences: {_show(only_a)} vs {_show(only_b)}")
         x, y = _neg_phrase(a, b) if a.neg % 2 else _neg_phrase(b, a)[::-1]
@@ -360,4 +368,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return Verdict("compatible", f"different details: {_show(vals_a)} / {_show(vals_b)}")
     if cues & ADDITIVE:
         return Verdict("compatible", f"both can hold: {_show(diff_a)} / {_show(diff_b)}")
+    if similarity < 0.8 and (not (vals_a and vals_b) or len(heavy_a) > 1 or len(heavy_b) > 1):
+        # Ordinary words differ (beyond one each): two statements about one topic, not
+        # two values for one slot ("Thanks, Gina! ..." vs "Thanks, Jon! ...").
+        return Verdict("compatible", f"different statements: {_show(diff_a)} / {_show(diff_b)}")
     return Verdict("unclear", f"several things differ: {_show(diff_a)} vs {_show(diff_b)}")

@@ -232,9 +232,14 @@ class RecallEngine:
             return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
 
-    def similar(self, text: str, namespace: str, kind: str | None = None, limit: int = 8) -> list[tuple[Note, float]]:
-        """Visible notes of exactly `namespace` closest to `text`: lexical and semantic
-        candidates, each with its cosine to `text` (0 without the model). For `add`."""
+    def similar(self, text: str, namespace: str, kind: str | None = None,
+                limit: int = 8) -> list[tuple[Note, float | None]]:
+        """Visible notes of exactly `namespace` closest to `text`, for `add`.
+
+        Lexical and semantic candidates, each with its similarity to `text` on
+        the model's own scale: 0 at its `min_similarity` (unrelated), 1 for the
+        same text; None when the model is unavailable.
+        """
         with self._lock:
             self.sync()
             lexical = self.bm25.search(text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)
@@ -247,12 +252,15 @@ class RecallEngine:
                 for path in paths:
                     if path not in cosines and (row := self.vectors.vector_of(path)) is not None:
                         cosines[path] = float(row @ vector)
+            floor = getattr(self.embedder, "min_similarity", 0.0) if self.embedder is not None else 0.0
             found = []
             for path in dict.fromkeys([*paths, *cosines]):
                 note = self._notes_by_path.get(path)
-                if note is not None and note.namespace == namespace and not note.is_hidden:
-                    found.append((note, cosines.get(path, 0.0)))
-            found.sort(key=lambda item: -item[1])
+                if note is None or note.namespace != namespace or note.is_hidden:
+                    continue
+                cosine = cosines.get(path)
+                found.append((note, None if cosine is None else max(0.0, (cosine - floor) / (1.0 - floor))))
+            found.sort(key=lambda item: -(item[1] or 0.0))
             return found
 
     def _mask(self, namespace, kind, include_hidden):

@@ -39,6 +39,9 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+# How close (0..1 on the model's scale, recall.RecallEngine.similar) two memories
+# must be before a difference between them counts as a contradiction.
+SAME_SUBJECT_SIMILARITY = 0.5
 
 
 @dataclass(frozen=True)
@@ -385,17 +388,22 @@ class Vault:
     def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8,
                 created: datetime | None = None) -> list:
         """Memories of `namespace` on the same subject as `text`, each with its relation
-        (duplicate, conflict, unclear, compatible; conflicts.py), closest first."""
+        (duplicate, conflict or unclear; conflicts.py), closest first. Without the
+        embedding model only word-level duplicates are found."""
         from .conflicts import classify
 
         out = []
-        for note, cosine in self._similar(text, namespace, kind, limit):
-            verdict = classify(text, note.text, cosine)
+        for note, similarity in self._similar(text, namespace, kind, limit):
+            verdict = classify(text, note.text, similarity or 0.0)
             relation, reason = verdict.relation, verdict.reason
+            if relation in ("conflict", "unclear") and (similarity or 0.0) < SAME_SUBJECT_SIMILARITY:
+                # Words alone overrate chat lines that share names and filler: without the
+                # model agreeing they are on one subject, a difference is not a contradiction.
+                relation = "compatible"
             if relation == "conflict" and created is not None and created < note.created:
                 # A backfilled memory older than the one it contradicts does not replace it.
                 relation, reason = "unclear", f"{reason}; the new one is dated earlier ({created:%Y-%m-%d})"
-            out.append(Related(note, relation, reason, cosine))
+            out.append(Related(note, relation, reason, similarity or 0.0))
         return [r for r in out if r.relation != "compatible"]
 
     def _similar(self, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
