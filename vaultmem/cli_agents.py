@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli import cli, common
+from .cli import _vault, cli, common
 
 
 # ---------------------------------------------------------------- the MCP server (`vaultmem mcp`)
@@ -63,7 +63,7 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
     """
     from .integrations.importers.run import run_import
 
-    vault = _vault_for_import(vault_path)
+    vault = _vault(vault_path)
     report = run_import(vault, path, fmt=fmt, namespace=namespace, dry_run=dry_run, redact=redact)
     out.emit(report.to_dict(), report.summary())
     if report.errors:
@@ -91,7 +91,7 @@ def export(as_jsonl, output, out, vault_path):
 
     from .integrations.exporters import write_export
 
-    vault = _vault_for_import(vault_path)
+    vault = _vault(vault_path)
     count, left_out = write_export(vault, output, stream=None if output else sys.stdout)
     if not out.quiet:
         for item in left_out:
@@ -102,15 +102,9 @@ def export(as_jsonl, output, out, vault_path):
         click.echo(f"exported {count} notes" + (f" to {output}" if output else ""), err=True)
 
 
-def _vault_for_import(vault_path):
-    from .vault import Vault
-
-    return Vault.open(vault_path)
-
-
 # ---------------------------------------------------------------- Claude Code hooks and the skill file
 # (`vaultmem hooks install|uninstall|status`, `vaultmem hook EVENT`, `vaultmem install-skill DIR`;
-#  the work is in integrations/claude_code.py)
+#  the work is in integrations/claude_code.py, claude_settings.py and skill.py)
 
 
 def _settings_target(user, project, local, settings):
