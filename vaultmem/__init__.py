@@ -22,7 +22,7 @@ _EXPORTS = {
     "SecretFound": "errors",
     "Note": "model",
     "Added": "vault",
-    "Related": "vault",
+    "Related": "corrections",
     "Vault": "vault",
     "init_vault": "vault",
     "Hit": "recall",

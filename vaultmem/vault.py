@@ -32,6 +32,7 @@ from .schedule import parse_rating
 from .template import init_vault
 
 if TYPE_CHECKING:
+    from .corrections import Related
     from .prompt import PromptBlock
     from .recall import Hit
 
@@ -39,19 +40,6 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
-# How close (0..1 on the model's scale, recall.RecallEngine.similar) two memories
-# must be before a difference between them counts as a contradiction.
-SAME_SUBJECT_SIMILARITY = 0.5
-
-
-@dataclass(frozen=True)
-class Related:
-    """An existing memory on the same subject as a text about to be added."""
-
-    note: Note
-    relation: str  # duplicate | conflict | unclear | compatible
-    reason: str
-    similarity: float
 
 
 @dataclass(frozen=True)
@@ -126,7 +114,7 @@ class Vault:
             self._ledger = Ledger(self.state_dir / "ledger.jsonl", self.cache_dir / "ledger.pickle")
         return self._ledger
 
-    def _record(self, op: str, note: Note, text: str | None, detail: dict | None = None) -> None:
+    def record(self, op: str, note: Note, text: str | None, detail: dict | None = None) -> None:
         """Append one act to the ledger (caller holds the write lock)."""
         self.ledger.append(op, note.id, note.path, text, clock.format_datetime(clock.now()), detail)
 
@@ -139,9 +127,9 @@ class Vault:
             detail = {"noticed_by": noticed_by}
             if last is None:
                 detail["first_seen"] = True
-            self._record("external-edit", note, text, detail)
+            self.record("external-edit", note, text, detail)
 
-    def _lock(self):
+    def write_lock(self):
         """The vault-wide write lock (one per Vault object: it is re-entrant)."""
         if self._write_lock is None:
             from filelock import FileLock
@@ -156,9 +144,9 @@ class Vault:
         """Parse one note file (relative path), with defaults for what it lacks."""
         path = self.root / rel
         text = read_text(path, self.config.max_note_bytes)
-        return parse(text, rel, self._defaults(rel, path))
+        return parse(text, rel, self.defaults_for(rel, path))
 
-    def _defaults(self, rel: str, path: Path) -> dict:
+    def defaults_for(self, rel: str, path: Path) -> dict:
         """What a hand-written note means when a property is missing."""
         parts = rel.split("/")
         archived = parts[0] == ARCHIVE_DIR
@@ -201,6 +189,10 @@ class Vault:
             self._catalog, _ = refresh_paths(self.root, self._catalog, [rel], self.read_note)
             self._last_catalog = self._catalog
 
+    def reread_next(self) -> None:
+        """The next read re-scans the files (after a write that moved or changed notes)."""
+        self._catalog = None
+
     def forget_catalog(self) -> None:
         """Drop what this object remembers of the files (after the cache was deleted)."""
         self._catalog = self._last_catalog = None
@@ -216,7 +208,7 @@ class Vault:
 
     def get(self, note_id: str) -> Note:
         """The note with this id (or, for hand-written notes, this file name)."""
-        matches = self._find(note_id)
+        matches = self.find(note_id)
         if not matches:
             for path, problem in self.catalog().problems:
                 if Path(path).stem == str(note_id).strip():
@@ -227,7 +219,8 @@ class Vault:
             raise BadInput(f"id {note_id!r} is in {len(matches)} files ({paths}); give all but one a new id")
         return matches[0]
 
-    def _find(self, note_id: str) -> list[Note]:
+    def find(self, note_id: str) -> list[Note]:
+        """Notes with this id, or for hand-written notes this file name (usually one)."""
         note_id = str(note_id).strip()
         notes = self.catalog().notes
         matches = [n for n in notes if n.id == note_id]
@@ -237,8 +230,8 @@ class Vault:
 
     # ------------------------------------------------------------ writing
 
-    def _update(self, note_id: str, change: Callable[[Note], dict], op: str = "edit",
-                detail: dict | None = None) -> tuple[Note, Note]:
+    def update_note(self, note_id: str, change: Callable[[Note], dict], op: str = "edit",
+                    detail: dict | None = None) -> tuple[Note, Note]:
         """Apply `change(note) -> property changes` to the file as it is now.
 
         Holds the write lock; re-reads the file, and if it changes between the
@@ -246,13 +239,13 @@ class Vault:
         A hand edit since the ledger's last record is recorded first, then
         this change as `op`. Returns (before, after).
         """
-        with self._lock():
+        with self.write_lock():
             self._catalog = None
             for _attempt in range(WRITE_RETRIES):
                 before = self.get(note_id)
                 path = self.root / before.path
                 text = read_text(path, self.config.max_note_bytes)
-                before = parse(text, before.path, self._defaults(before.path, path))
+                before = parse(text, before.path, self.defaults_for(before.path, path))
                 after = replace(before, **change(before))
                 new_text = render(after, text)
                 if read_text(path, self.config.max_note_bytes) != text:
@@ -261,7 +254,7 @@ class Vault:
                 if new_text != text:
                     self._record_unseen_edit(before, text, op)
                     atomic_write(path, new_text)
-                    self._record(op, after, new_text, detail)
+                    self.record(op, after, new_text, detail)
                 self._catalog = None
                 return before, after
         raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; nothing was written, try again")
@@ -314,15 +307,15 @@ class Vault:
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
         related = (self.related(body_text, namespace, kind, created=created)
                    if (merge or supersede) and self.config.check_conflicts else [])
-        with self._lock():
+        with self.write_lock():
             # Adds by other processes bump the generation: only then re-read the vault.
             generation = self._read_generation()
             catalog = self.catalog(fresh=generation != self._seen_generation)
             if merge:
                 duplicate = next((r for r in related if r.relation == "duplicate"), None)
-                if duplicate is not None and self._find(duplicate.note.id):
+                if duplicate is not None and self.find(duplicate.note.id):
                     evidence = with_evidence(duplicate.note, session, project, now, explicit)
-                    _before, after = self._update(
+                    _before, after = self.update_note(
                         duplicate.note.id, lambda n: {**with_evidence(n, session, project, now, explicit),
                                                       "updated": now} if evidence else {},
                         op="recur", detail={"session": session, "project": project})
@@ -359,15 +352,17 @@ class Vault:
                     note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
             text_out = render(note)
             atomic_write(self.root / rel, text_out)
-            self._record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
+            self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
             self._note_written(rel)
             self._seen_generation = generation + 1
             (self.state_dir / "add.generation").write_text(str(self._seen_generation))
+            from .corrections import contest, supersede
+
             for item in superseded:
-                self._supersede(item.note.id, note, item.reason)
+                supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
             for item in contested:
-                self._contest(item.note.id, note, item.reason)
+                contest(self, item.note.id, note, item.reason)
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
@@ -386,57 +381,12 @@ class Vault:
         return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
 
     def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8,
-                created: datetime | None = None) -> list:
+                created: datetime | None = None) -> list[Related]:
         """Memories of `namespace` on the same subject as `text`, each with its relation
-        (duplicate, conflict or unclear; conflicts.py), closest first. Without the
-        embedding model only word-level duplicates are found."""
-        from .conflicts import classify
+        (duplicate, conflict or unclear), closest first (corrections.py)."""
+        from .corrections import related
 
-        out = []
-        for note, similarity in self._similar(text, namespace, kind, limit):
-            verdict = classify(text, note.text, similarity or 0.0)
-            relation, reason = verdict.relation, verdict.reason
-            if relation in ("conflict", "unclear") and (similarity or 0.0) < SAME_SUBJECT_SIMILARITY:
-                # Words alone overrate chat lines that share names and filler: without the
-                # model agreeing they are on one subject, a difference is not a contradiction.
-                relation = "compatible"
-            if relation == "conflict" and created is not None and created < note.created:
-                # A backfilled memory older than the one it contradicts does not replace it.
-                relation, reason = "unclear", f"{reason}; the new one is dated earlier ({created:%Y-%m-%d})"
-            out.append(Related(note, relation, reason, similarity or 0.0))
-        return [r for r in out if r.relation != "compatible"]
-
-    def _similar(self, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
-        """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
-        from .recall import engine_for
-
-        if not os.environ.get("VAULTMEM_NO_SERVER"):
-            from .server import ask
-
-            answer = ask(str(self.root), {"op": "similar", "text": text, "namespace": namespace, "kind": kind,
-                                          "limit": limit})
-            if answer and answer.get("ok"):
-                found = [(self._find(i), cosine) for i, cosine in answer["similar"]]
-                return [(notes[0], cosine) for notes, cosine in found if len(notes) == 1]
-        return engine_for(self).similar(text, namespace, kind, limit)
-
-    def _supersede(self, old_id: str, newer: Note, reason: str) -> Note:
-        """Mark `old_id` superseded by `newer` (both links show in Obsidian's graph)."""
-        now = clock.now()
-        _before, after = self._update(old_id, lambda n: {"status": "superseded", "superseded_by": newer.link,
-                                                         "updated": now},
-                                      op="supersede", detail={"by": newer.id, "reason": reason})
-        return after
-
-    def _contest(self, other_id: str, newer: Note, reason: str) -> Note:
-        now = clock.now()
-
-        def change(n: Note) -> dict:
-            links = n.contested_with if newer.link in n.contested_with else (*n.contested_with, newer.link)
-            return {"contested": True, "contested_with": links, "updated": now}
-
-        _before, after = self._update(other_id, change, op="contest", detail={"with": newer.id, "reason": reason})
-        return after
+        return related(self, text, namespace, kind, limit, created)
 
     def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str, **kwargs) -> Added:
         """Write a skill: a procedure with its trigger, steps, outcome and lessons."""
@@ -468,8 +418,8 @@ class Vault:
                 changes.update(with_evidence(note, session, project, now))
             return changes
 
-        with self._lock():
-            _before, after = self._update(note_id, change, op="grade", detail={"rating": rating})
+        with self.write_lock():
+            _before, after = self.update_note(note_id, change, op="grade", detail={"rating": rating})
             record = dict(records[0], comment=comment or None, path=after.path, status=after.status)
             append_jsonl(self.reviews_log, record)
         return after
@@ -482,12 +432,12 @@ class Vault:
             if note.status == "archived":
                 raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
             checked.append((note.id, parse_rating(rating)))
-        with self._lock():
+        with self.write_lock():
             return [self.grade(note_id, rating) for note_id, rating in checked]
 
     def archive(self, note_id: str, reason: str = "manual") -> Note:
         """Move a note to archive/ (same relative path), logging a snapshot. Never deletes."""
-        with self._lock():
+        with self.write_lock():
             note = self.get(note_id)
             if note.path.startswith(ARCHIVE_DIR + "/"):
                 raise BadInput(f"{note.id} is already archived ({note.path})")
@@ -496,7 +446,7 @@ class Vault:
     def _move_to_archive(self, note: Note, changes: dict, reason: str) -> Note:
         source = self.root / note.path
         text = read_text(source, self.config.max_note_bytes)
-        current = parse(text, note.path, self._defaults(note.path, source))
+        current = parse(text, note.path, self.defaults_for(note.path, source))
         after = replace(current, **changes)
         target_rel = f"{ARCHIVE_DIR}/{note.path}"
         target = self.root / target_rel
@@ -505,7 +455,7 @@ class Vault:
         new_text = render(after, text)
         self._record_unseen_edit(current, text, "archive")
         rewrite_and_move(source, new_text, target)
-        self._record("archive", replace(after, path=target_rel), new_text, {"reason": reason})
+        self.record("archive", replace(after, path=target_rel), new_text, {"reason": reason})
         append_jsonl(self.archive_log, {
             "op": "archive", "id": note.id, "from": note.path, "to": target_rel, "reason": reason,
             "time": clock.format_datetime(clock.now()), "text": text,
@@ -521,7 +471,7 @@ class Vault:
         memory is not archived again by the next decay.
         """
         now = clock.now()
-        with self._lock():
+        with self.write_lock():
             note = self.get(note_id)
             if note.path.startswith(ARCHIVE_DIR + "/"):
                 source = self.root / note.path
@@ -530,19 +480,19 @@ class Vault:
                 if target.exists():
                     raise ConflictError(f"{target_rel} exists already; rename one of them, then restore {note.id}")
                 text = read_text(source, self.config.max_note_bytes)
-                current = parse(text, note.path, self._defaults(note.path, source))
+                current = parse(text, note.path, self.defaults_for(note.path, source))
                 after = replace(current, status="active", updated=now, decayed=now)
                 new_text = render(after, text)
                 self._record_unseen_edit(current, text, "restore")
                 rewrite_and_move(source, new_text, target)
-                self._record("restore", replace(after, path=target_rel), new_text)
+                self.record("restore", replace(after, path=target_rel), new_text)
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                                 "time": clock.format_datetime(now)})
-                self._catalog = None
+                self.reread_next()
                 return replace(after, path=target_rel)
             if note.status in ("suspended", "archived", "stale"):
-                _before, after = self._update(note.id, lambda n: {"status": "active", "updated": now, "decayed": now},
-                                              op="restore")
+                _before, after = self.update_note(
+                    note.id, lambda n: {"status": "active", "updated": now, "decayed": now}, op="restore")
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": note.path,
                                                 "time": clock.format_datetime(now), "status_before": note.status})
                 return after
@@ -551,7 +501,7 @@ class Vault:
     def decay(self, stale_after_days: float | None = None, dry_run: bool = False) -> list[DecayStep]:
         """Apply idle decay and the lifecycle to every note; returns what changed."""
         now = clock.now()
-        with self._lock():
+        with self.write_lock():
             self._catalog = None
             steps = plan_decay(self.catalog().notes, now, self.config, stale_after_days)
             if dry_run:
@@ -562,8 +512,9 @@ class Vault:
                     if step.archive:
                         self._move_to_archive(step.note, step.changes, "decay")
                     else:
-                        self._update(step.note.id, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
-                                     op="decay")
+                        self.update_note(
+                            step.note.id, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
+                            op="decay")
                     done.append(step)
                 except (NoteError, ConflictError):
                     continue  # reported by health; the rest of the vault still decays
@@ -595,32 +546,11 @@ class Vault:
 
     def correct(self, note_id: str, text: str, reason: str | None = None, *,
                 session: str | None = None, project: str | None = None) -> Added:
-        """Replace a wrong memory: grade it `again`, add the right one, supersede the wrong one.
+        """Replace a wrong memory: grade it `again`, add the right one, supersede the wrong one
+        (corrections.py)."""
+        from .corrections import correct
 
-        The new note says what it corrects (`supersedes`, and a Correction
-        section with the old text and the reason); the old one links forward.
-        """
-        with self._lock():
-            wrong = self.get(note_id)
-            if wrong.status == "superseded":
-                raise BadInput(f"{wrong.id} is already superseded by {wrong.superseded_by}; correct that one instead")
-            why = (reason or "").strip()
-            if wrong.status != "archived":
-                self.grade(wrong.id, "again", comment=f"corrected: {why}" if why else "corrected",
-                           session=session, project=project)
-            old = " ".join(wrong.text.split())
-            body = (text or "").strip()
-            if not body:
-                raise BadInput("give the right content, e.g. vaultmem correct ID \"Staging runs Postgres 16\"")
-            correction = f"\n\n## Correction\nReplaces {wrong.link}, which said: {old}" + (f"\nWhy: {why}" if why else "")
-            added = self.add(body + correction, wrong.namespace, tags=wrong.tags, source=wrong.source,
-                             tier=wrong.tier, kind=wrong.type, session=session, project=project,
-                             supersede=False, merge=False)
-            self._update(added.note.id, lambda n: {"supersedes": wrong.link}, op="edit",
-                         detail={"corrects": wrong.id})
-            self._supersede(wrong.id, added.note, why or "corrected")
-            return replace(added, note=self.get(added.note.id), superseded=(wrong.id,),
-                           reason=f"corrects {wrong.id}" + (f": {why}" if why else ""))
+        return correct(self, note_id, text, reason, session=session, project=project)
 
     def why(self, ref: str) -> dict:
         """Where a memory came from: its source, the evidence that promoted it,
@@ -628,7 +558,7 @@ class Vault:
         `ref` is an id, or a claim (the best-matching memory, superseded ones included)."""
         from .trust import explain
 
-        matches = self._find(ref)
+        matches = self.find(ref)
         if matches:
             note = self.get(ref)
         else:
@@ -646,126 +576,32 @@ class Vault:
         return self.state_dir / "staged" / "promotions.json"
 
     def promote(self, adopt: bool = False) -> list[dict]:
-        """Plan promotions (tiers.py) and stage them for a person to review, or
-        with `adopt` apply the staged ones whose evidence still holds."""
-        import json
+        """Stage the promotions evidence has earned for a person to review, or with
+        `adopt` apply the staged ones that still hold (promotion.py)."""
+        from .promotion import promote
 
-        from .tiers import next_tier, plan_promotions
-
-        now = clock.now()
-        with self._lock():
-            if not adopt:
-                proposals = [p.as_dict() for p in plan_promotions(self.notes(), now, self.config)]
-                atomic_write(self.staged_promotions, json.dumps({"staged": clock.format_datetime(now),
-                                                                 "proposals": proposals}, indent=2) + "\n")
-                return proposals
-            try:
-                staged = json.loads(self.staged_promotions.read_text(encoding="utf-8")).get("proposals", [])
-            except FileNotFoundError:
-                raise NotFound("nothing is staged; run `vaultmem promote` first to see and stage proposals") from None
-            except ValueError:
-                raise BadInput(f"{self.staged_promotions} is not valid JSON; run `vaultmem promote` again") from None
-            done = []
-            for item in staged:
-                try:
-                    note = self.get(item["id"])
-                except (NotFound, NoteError, BadInput):
-                    continue
-                earned = next_tier(note, now, self.config)
-                if note.tier != item.get("from") or earned is None:
-                    continue  # changed since staging: the next `promote` re-plans it
-                target = item["to"] if TIERS.index(item["to"]) <= TIERS.index(earned[0]) else earned[0]
-                self._update(note.id, lambda n, t=target: {"tier": t, "promoted": now, "updated": now},
-                             op="promote", detail={"from": note.tier, "to": target, "reason": item.get("reason", "")})
-                done.append({**item, "to": target})
-            self.staged_promotions.unlink(missing_ok=True)
-            return done
+        return promote(self, adopt)
 
     def set_tier(self, note_id: str, tier: str, reason: str = "set by hand") -> Note:
-        """Promote or demote one memory explicitly (a person's call, not evidence)."""
-        tier = tier.upper()
-        if tier not in TIERS:
-            raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
-        now = clock.now()
-        _before, after = self._update(note_id, lambda n: {"tier": tier, "promoted": now, "updated": now}
-                                      if n.tier != tier else {}, op="promote", detail={"to": tier, "reason": reason})
-        return after
+        """Promote or demote one memory explicitly: a person's call, not evidence."""
+        from .promotion import set_tier
+
+        return set_tier(self, note_id, tier, reason)
 
     # ------------------------------------------------------------ tamper evidence
 
     def verify(self, record: bool = True) -> dict:
-        """Walk the ledger's chain and compare every note with its last record.
+        """Walk the ledger's chain and compare every note with its last record; with
+        `record`, put changes made by hand on the ledger (audit.py)."""
+        from .audit import verify
 
-        With `record`, changes made by hand (unrecorded edits, notes never
-        recorded) are appended as `external-edit`, and notes gone as
-        `external-delete`: they are legitimate, and now on the record.
-        Breaks of the chain are only ever reported.
-        """
-        from .ledger import check_chain, check_notes, content_hash
-
-        with self._lock():
-            self._catalog = None
-            catalog = self.catalog()
-            files: dict[str, tuple[str, str]] = {}
-            texts: dict[str, tuple[Note, str]] = {}
-            for note in catalog.notes:
-                try:
-                    text = read_text(self.root / note.path, self.config.max_note_bytes)
-                except NoteError:
-                    continue
-                files[note.id] = (note.path, content_hash(text))
-                texts[note.id] = (note, text)
-            breaks = check_chain(self.ledger.records())
-            changes = check_notes(self.ledger.state().last, files)
-            recorded = []
-            if record:
-                for problem in changes:
-                    note_id = problem.detail.split(" ", 1)[0]
-                    if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
-                        note, text = texts[note_id]
-                        self._record("external-edit", note, text, {"noticed_by": "verify",
-                                                                   "first_seen": problem.kind == "untracked note"})
-                        recorded.append(problem)
-                    elif problem.kind == "missing note":
-                        last = self.ledger.last(note_id) or {}
-                        self.ledger.append("external-delete", note_id, last.get("path", ""), None,
-                                           clock.format_datetime(clock.now()), {"noticed_by": "verify"})
-                        recorded.append(problem)
-            return {"breaks": [p.as_dict() for p in breaks], "changes": [p.as_dict() for p in changes],
-                    "recorded": len(recorded), "notes": len(files)}
+        return verify(self, record)
 
     def record_external_edits(self, paths: Iterable[str]) -> int:
-        """Record hand edits of `paths` (the watcher's events) in the ledger; returns how many."""
-        from .ledger import content_hash
+        """Record hand edits and deletions of `paths` (the watcher's events) on the ledger."""
+        from .audit import record_external_edits
 
-        count = 0
-        with self._lock():
-            for rel in paths:
-                path = self.root / rel
-                if not path.exists():
-                    count += self._record_deletion(rel)
-                    continue
-                try:
-                    text = read_text(path, self.config.max_note_bytes)
-                    note = parse(text, rel, self._defaults(rel, path))
-                except NoteError:
-                    continue
-                last = self.ledger.last(note.id)
-                if last is None or last.get("content") != content_hash(text):
-                    self._record("external-edit", note, text, {"noticed_by": "watcher", "first_seen": last is None})
-                    count += 1
-        return count
-
-    def _record_deletion(self, rel: str) -> int:
-        """A note file gone by hand: record it, unless its note lives on elsewhere (moved, archived)."""
-        state = self.ledger.state()
-        gone = [i for i, r in state.last.items() if r.get("path") == rel and r.get("content") is not None]
-        living = {n.id for n in self.catalog(fresh=True).notes}
-        for note_id in gone:
-            if note_id not in living:
-                self.ledger.append("external-delete", note_id, rel, None, clock.format_datetime(clock.now()),
-                                   {"noticed_by": "watcher"})
-        return sum(1 for i in gone if i not in living)
+        return record_external_edits(self, paths)
 
     # ------------------------------------------------------------ moving in
 
@@ -781,16 +617,16 @@ class Vault:
         if ".." in rel.split("/") or not is_note_path(rel):
             raise BadInput(f"{rel!r} is not a note path inside the vault (memories/, skills/ or archive/, *.md)")
         path = self.root / rel
-        with self._lock():
+        with self.write_lock():
             if path.exists():
                 if read_text(path, self.config.max_note_bytes) == text:
                     return self.read_note(rel)
                 raise ConflictError(f"{rel} exists with different text; move it aside or import into an empty vault")
-            note = parse(text, rel, self._defaults(rel, path))
-            if self._find(note.id):
-                raise ConflictError(f"id {note.id} is already used by {self._find(note.id)[0].path}; not imported")
+            note = parse(text, rel, self.defaults_for(rel, path))
+            if self.find(note.id):
+                raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
             atomic_write(path, text)
-            self._record("import", note, text, {"source": source} if source else None)
+            self.record("import", note, text, {"source": source} if source else None)
             self._catalog = None
             return self.read_note(rel)
 

@@ -1,0 +1,109 @@
+"""Audit: the files against the ledger (ledger.py keeps the chain, this compares).
+
+`verify` walks the chain and hashes every note; changes made by hand are
+legitimate, so unless asked to only report it records them as external edits
+(and vanished notes as external deletions). The watcher calls
+`record_external_edits` for the paths it saw change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import clock
+from .errors import NoteError
+from .files import read_text
+from .model import Note
+from .note import parse
+
+
+def verify(vault, record: bool = True) -> dict:
+    """Walk the ledger's chain and compare every note with its last record.
+
+    With `record`, changes made by hand (unrecorded edits, notes never
+    recorded) are appended as `external-edit`, and notes gone as
+    `external-delete`: they are legitimate, and now on the record.
+    Breaks of the chain are only ever reported.
+    """
+    from .ledger import check_chain, check_notes, content_hash
+
+    with vault.write_lock():
+        vault.reread_next()
+        catalog = vault.catalog()
+        files: dict[str, tuple[str, str]] = {}
+        texts: dict[str, tuple[Note, str]] = {}
+        for note in catalog.notes:
+            try:
+                text = read_text(vault.root / note.path, vault.config.max_note_bytes)
+            except NoteError:
+                continue
+            files[note.id] = (note.path, content_hash(text))
+            texts[note.id] = (note, text)
+        breaks = check_chain(vault.ledger.records())
+        changes = check_notes(vault.ledger.state().last, files)
+        recorded = []
+        if record:
+            for problem in changes:
+                note_id = problem.detail.split(" ", 1)[0]
+                if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
+                    note, text = texts[note_id]
+                    vault.record(
+                        "external-edit",
+                        note,
+                        text,
+                        {"noticed_by": "verify", "first_seen": problem.kind == "untracked note"},
+                    )
+                    recorded.append(problem)
+                elif problem.kind == "missing note":
+                    last = vault.ledger.last(note_id) or {}
+                    vault.ledger.append(
+                        "external-delete",
+                        note_id,
+                        last.get("path", ""),
+                        None,
+                        clock.format_datetime(clock.now()),
+                        {"noticed_by": "verify"},
+                    )
+                    recorded.append(problem)
+        return {
+            "breaks": [p.as_dict() for p in breaks],
+            "changes": [p.as_dict() for p in changes],
+            "recorded": len(recorded),
+            "notes": len(files),
+        }
+
+
+def record_external_edits(vault, paths: Iterable[str]) -> int:
+    """Record hand edits of `paths` (the watcher's events) in the ledger; returns how many."""
+    from .ledger import content_hash
+
+    count = 0
+    with vault.write_lock():
+        for rel in paths:
+            path = vault.root / rel
+            if not path.exists():
+                count += record_deletion(vault, rel)
+                continue
+            try:
+                text = read_text(path, vault.config.max_note_bytes)
+                note = parse(text, rel, vault.defaults_for(rel, path))
+            except NoteError:
+                continue
+            last = vault.ledger.last(note.id)
+            if last is None or last.get("content") != content_hash(text):
+                vault.record("external-edit", note, text, {"noticed_by": "watcher", "first_seen": last is None})
+                count += 1
+    return count
+
+
+def record_deletion(vault, rel: str) -> int:
+    """A note file gone by hand: record it, unless its note lives on elsewhere (moved, archived)."""
+    state = vault.ledger.state()
+    gone = [i for i, r in state.last.items() if r.get("path") == rel and r.get("content") is not None]
+    living = {n.id for n in vault.catalog(fresh=True).notes}
+    for note_id in gone:
+        if note_id not in living:
+            vault.ledger.append(
+                "external-delete", note_id, rel, None, clock.format_datetime(clock.now()), {"noticed_by": "watcher"}
+            )
+    return sum(1 for i in gone if i not in living)

@@ -1,0 +1,143 @@
+"""Corrections: finding the memories a new one repeats or contradicts, and acting on it.
+
+`add` asks `related` which memories of the same namespace are on the same
+subject (lexical and semantic candidates, from the watcher when one runs)
+and how each relates (conflicts.py). A clear conflict supersedes the older
+memory, an unclear one contests both, and `correct` replaces a memory a
+person or agent knows is wrong. Writes go through the vault's primitives
+(`update_note` under its write lock), so every change is on the ledger.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from . import clock
+from .errors import BadInput
+from .model import Note
+
+if TYPE_CHECKING:
+    from .vault import Added
+
+# How close (0..1 on the model's scale, recall.RecallEngine.similar) two memories
+# must be before a difference between them counts as a contradiction.
+SAME_SUBJECT_SIMILARITY = 0.5
+
+
+@dataclass(frozen=True)
+class Related:
+    """An existing memory on the same subject as a text about to be added."""
+
+    note: Note
+    relation: str  # duplicate | conflict | unclear | compatible
+    reason: str
+    similarity: float
+
+
+def related(
+    vault, text: str, namespace: str, kind: str = "memory", limit: int = 8, created: datetime | None = None
+) -> list[Related]:
+    """Memories of `namespace` on the same subject as `text`, each with its relation
+    (duplicate, conflict or unclear; conflicts.py), closest first. Without the
+    embedding model only word-level duplicates are found."""
+    from .conflicts import classify
+
+    out = []
+    for note, similarity in similar(vault, text, namespace, kind, limit):
+        verdict = classify(text, note.text, similarity or 0.0)
+        relation, reason = verdict.relation, verdict.reason
+        if relation in ("conflict", "unclear") and (similarity or 0.0) < SAME_SUBJECT_SIMILARITY:
+            # Words alone overrate chat lines that share names and filler: without the
+            # model agreeing they are on one subject, a difference is not a contradiction.
+            relation = "compatible"
+        if relation == "conflict" and created is not None and created < note.created:
+            # A backfilled memory older than the one it contradicts does not replace it.
+            relation, reason = "unclear", f"{reason}; the new one is dated earlier ({created:%Y-%m-%d})"
+        out.append(Related(note, relation, reason, similarity or 0.0))
+    return [r for r in out if r.relation != "compatible"]
+
+
+def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
+    """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
+    from .recall import engine_for
+
+    if not os.environ.get("VAULTMEM_NO_SERVER"):
+        from .server import ask
+
+        answer = ask(
+            str(vault.root), {"op": "similar", "text": text, "namespace": namespace, "kind": kind, "limit": limit}
+        )
+        if answer and answer.get("ok"):
+            found = [(vault.find(i), cosine) for i, cosine in answer["similar"]]
+            return [(notes[0], cosine) for notes, cosine in found if len(notes) == 1]
+    return engine_for(vault).similar(text, namespace, kind, limit)
+
+
+def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:
+    """Mark `old_id` superseded by `newer` (both links show in Obsidian's graph)."""
+    now = clock.now()
+    _before, after = vault.update_note(
+        old_id,
+        lambda n: {"status": "superseded", "superseded_by": newer.link, "updated": now},
+        op="supersede",
+        detail={"by": newer.id, "reason": reason},
+    )
+    return after
+
+
+def contest(vault, other_id: str, newer: Note, reason: str) -> Note:
+    now = clock.now()
+
+    def change(n: Note) -> dict:
+        links = n.contested_with if newer.link in n.contested_with else (*n.contested_with, newer.link)
+        return {"contested": True, "contested_with": links, "updated": now}
+
+    _before, after = vault.update_note(other_id, change, op="contest", detail={"with": newer.id, "reason": reason})
+    return after
+
+
+def correct(
+    vault, note_id: str, text: str, reason: str | None = None, *, session: str | None = None, project: str | None = None
+) -> Added:
+    """Replace a wrong memory: grade it `again`, add the right one, supersede the wrong one.
+
+    The new note says what it corrects (`supersedes`, and a Correction
+    section with the old text and the reason); the old one links forward.
+    """
+    with vault.write_lock():
+        wrong = vault.get(note_id)
+        if wrong.status == "superseded":
+            raise BadInput(f"{wrong.id} is already superseded by {wrong.superseded_by}; correct that one instead")
+        why = (reason or "").strip()
+        if wrong.status != "archived":
+            vault.grade(
+                wrong.id, "again", comment=f"corrected: {why}" if why else "corrected", session=session, project=project
+            )
+        old = " ".join(wrong.text.split())
+        body = (text or "").strip()
+        if not body:
+            raise BadInput('give the right content, e.g. vaultmem correct ID "Staging runs Postgres 16"')
+        correction = f"\n\n## Correction\nReplaces {wrong.link}, which said: {old}" + (f"\nWhy: {why}" if why else "")
+        added = vault.add(
+            body + correction,
+            wrong.namespace,
+            tags=wrong.tags,
+            source=wrong.source,
+            tier=wrong.tier,
+            kind=wrong.type,
+            session=session,
+            project=project,
+            supersede=False,
+            merge=False,
+        )
+        vault.update_note(added.note.id, lambda n: {"supersedes": wrong.link}, op="edit", detail={"corrects": wrong.id})
+        supersede(vault, wrong.id, added.note, why or "corrected")
+        return replace(
+            added,
+            note=vault.get(added.note.id),
+            superseded=(wrong.id,),
+            reason=f"corrects {wrong.id}" + (f": {why}" if why else ""),
+        )
