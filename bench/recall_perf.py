@@ -350,8 +350,6 @@ def vault_path(size: int, seed: int) -> Path:
 
 def ensure_vault(size: int, seed: int, fresh: bool) -> tuple[Path, float | None]:
     """The cached synthetic vault (generated if missing); returns (root, seconds spent generating or None)."""
-    from vaultmem.vault import init_vault
-
     root = vault_path(size, seed)
     marker = root / ".bench-vault.json"
     want = {"size": size, "seed": seed, "generator": GENERATOR_VERSION}
@@ -362,6 +360,15 @@ def ensure_vault(size: int, seed: int, fresh: bool) -> tuple[Path, float | None]
         except ValueError:
             pass
     t0 = time.perf_counter()
+    generate_vault(root, size, seed)
+    marker.write_text(json.dumps(want))
+    return root, time.perf_counter() - t0
+
+
+def generate_vault(root: Path, size: int, seed: int) -> None:
+    """Write the synthetic vault of `size` notes at `root` (replacing what is there); no indexes."""
+    from vaultmem.vault import init_vault
+
     if root.exists():
         shutil.rmtree(root)
     init_vault(root)
@@ -375,8 +382,6 @@ def ensure_vault(size: int, seed: int, fresh: bool) -> tuple[Path, float | None]
 
         with multiprocessing.get_context("fork").Pool(min(len(chunks), os.cpu_count() or 1)) as pool:
             pool.starmap(_write_chunk, chunks)
-    marker.write_text(json.dumps(want))
-    return root, time.perf_counter() - t0
 
 
 def _write_chunk(root: str, seed: int, start: int, stop: int) -> None:
@@ -490,11 +495,21 @@ def vaultmem_bin() -> str:
     return str(cand) if cand.exists() else (shutil.which("vaultmem") or "vaultmem")
 
 
-def run_measured(cmd: list[str], timeout: float, env: dict | None = None) -> dict:
-    """Run cmd; wall time, exit code, stdout, stderr and the child's own peak RSS (wait4)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+def run_measured(cmd: list[str], timeout: float, env: dict | None = None, stdin: bytes | None = None,
+                 cwd: str | os.PathLike | None = None) -> dict:
+    """Run cmd; wall time, exit code, stdout, stderr and the child's own peak RSS (wait4).
+
+    `stdin` (bytes) is what the child reads on its standard input, from a file
+    written before the clock starts; None: /dev/null.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+        if stdin is not None:
+            inp.write(stdin)
+            inp.flush()
+            inp.seek(0)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL if stdin is None else inp,
+                                env=env, cwd=cwd)
         deadline = t0 + timeout
         status, usage, timed_out = None, None, False
         while True:
@@ -538,9 +553,10 @@ def watcher_available() -> bool:
 class Watcher:
     """`vaultmem watch --vault V` as a background child; ready when it prints 'serving recall'."""
 
-    def __init__(self, root: Path, ready_timeout: float):
+    def __init__(self, root: Path, ready_timeout: float, env: dict | None = None):
         self.proc = subprocess.Popen([vaultmem_bin(), "watch", "--vault", str(root)], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_env(False),
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                     env=_env(False) if env is None else env,
                                      text=True, bufsize=1, start_new_session=True)
         self.ready = threading.Event()
         self.lines: list[str] = []

@@ -1,0 +1,70 @@
+"""bench/agent_perf.py end to end on a tiny vault: every row measured, every figure positive.
+
+Runs the script as a subprocess (real CLI processes, hooks and a watcher), with
+50 notes and 2 repetitions, so it stays well under a minute; it checks the
+shape of the table, not the timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+
+import agent_perf  # noqa: E402
+
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def test_agent_perf_quick_prints_every_row_with_positive_numbers(tmp_path):
+    out = tmp_path / "agent_perf.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    # recall_perf's cache folder: point it somewhere empty, so nothing is reused or left behind
+    env["VAULTMEM_BENCH_DIR"] = str(tmp_path / "bench-cache")
+    # The temp vault and the watcher's socket; short, for the socket path's length limit.
+    temp = Path(tempfile.mkdtemp(prefix="vm-ap-"))
+    env["TMPDIR"] = str(temp)
+    try:
+        result = subprocess.run([sys.executable, str(BENCH / "agent_perf.py"), "--quick", "--sizes", "50",
+                                 "--reps", "2", "--json", str(out)],
+                                capture_output=True, text=True, env=env, timeout=240, check=False)
+        left = [p.name for p in temp.iterdir() if p.name.startswith("vaultmem-agent-perf-")]
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not left  # the script removed its vaults
+
+    lines = [line for line in result.stdout.splitlines() if line.startswith("|")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert head[3] == "50 notes: p50 / p95 ms" and head[4] == "peak RSS MB"
+    rows = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = cells
+    assert list(rows) == [label for _key, label, _hook, _slow in agent_perf.ROWS]
+
+    for label, cells in rows.items():
+        assert "⚠" not in cells[3], f"{label}: {cells[3]}"  # no failed run, no hook over budget, no empty answer
+        numbers = [float(x.replace(",", "")) for x in NUMBER.findall(cells[3])]
+        assert len(numbers) == 2 and all(x > 0 for x in numbers), f"{label}: {cells[3]}"
+        if label.startswith("session-start additionalContext"):
+            continue
+        assert float(cells[4].replace(",", "")) > 0, f"{label}: RSS {cells[4]}"
+        assert int(cells[2]) >= 2
+    for _key, label, hook, _slow in agent_perf.ROWS:
+        if hook:
+            budget, timeout = (float(x) for x in rows[label][1].split("/"))
+            assert 0 < budget < timeout
+
+    data = json.loads(out.read_text())
+    (size,) = data["sizes"]
+    assert size["size"] == 50 and set(size["rows"]) == set(agent_perf.ROW_KEYS)
+    assert size["rows"]["hook_stop"]["captured"] == size["rows"]["hook_stop"]["facts"] > 0
