@@ -57,3 +57,13 @@ def test_fast_recall_client_imports_nothing_heavy():
             "from vaultmem.entry import parse_recall; from vaultmem.server import ask; from vaultmem.output import print_recall")
     loaded = imported_modules(code)
     assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))
+
+
+def test_a_hook_on_a_bash_command_that_is_not_vaultmem_loads_nothing_but_the_runner():
+    """Claude Code runs the PreToolUse hook on every Bash call: it must cost a Python start, no more."""
+    payload = '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls -la"}}'
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", "hook", "pre-tool-use"],
+                            input=payload, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout == ""
+    loaded = {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if "|" in line}
+    assert not loaded & (set(HEAVY) | {"click"}), sorted(loaded & (set(HEAVY) | {"click"}))

@@ -41,7 +41,7 @@ class Catalog:
 
     @property
     def problems(self) -> list[tuple[str, str]]:
-        return [(path, e.problem) for path, e in sorted(self.entries.items()) if e.problem]
+        return sorted((path, e.problem) for path, e in self.entries.items() if e.problem)
 
     def stamps(self) -> dict[str, tuple[int, ...]]:
         return {path: e.stamp for path, e in self.entries.items() if e.note is not None}

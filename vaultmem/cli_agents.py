@@ -252,22 +252,9 @@ def hook(event, vault_path):
 
     Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
     """
-    import os
-    import sys
+    from .integrations.claude_code import main
 
-    from .integrations.claude_code import abandoned_worker, run_hook
-
-    try:
-        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read().decode("utf-8", "replace")
-    except (OSError, ValueError, AttributeError):
-        data = ""
-    text, code = run_hook(event, data, vault_path=vault_path)
-    if text:
-        sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-    if abandoned_worker():
-        os._exit(code)  # the work outlived its budget: do not wait for it
-    sys.exit(code)
+    main(event, vault_path)
 
 
 @cli.command(name="install-skill")

@@ -1,11 +1,12 @@
-"""The `vaultmem` console script: a fast path for recall, else the full CLI.
+"""The `vaultmem` console script: fast paths for recall and hooks, else the full CLI.
 
 Agent hooks run `vaultmem recall ...` on every prompt. When a watcher serves
 the vault, the answer is one socket round trip away, and importing click and
 the CLI would cost more than the recall itself. So a plain recall command line
 is parsed here, by hand, and sent to the watcher; anything else (another
 command, an unusual option, `--help`, no watcher, an error) goes to the full
-click CLI, which gives the same result in-process.
+click CLI, which gives the same result in-process. `vaultmem hook EVENT`
+(Claude Code runs it on every prompt and every Bash call) skips click too.
 """
 
 from __future__ import annotations
@@ -84,8 +85,28 @@ def fast_recall(argv: list[str]) -> bool:
     return True
 
 
+def fast_hook(argv: list[str]) -> bool:
+    """Run `[--vault V] hook [EVENT] [--vault V]` without click; False for anything else."""
+    words, vault, event = list(argv), None, None
+    if len(words) >= 2 and words[0] == "--vault":
+        vault, words = words[1], words[2:]
+    if not words or words[0] != "hook":
+        return False
+    rest = words[1:]
+    if rest and not rest[0].startswith("-"):
+        event, rest = rest[0], rest[1:]
+    if len(rest) == 2 and rest[0] == "--vault":
+        vault, rest = rest[1], []
+    if rest:
+        return False  # options only the full command knows (--help): let click answer
+    from .integrations.claude_code import main as run_hook_process
+
+    run_hook_process(event or "", vault)
+    return True
+
+
 def main() -> None:
-    if fast_recall(sys.argv[1:]):
+    if fast_recall(sys.argv[1:]) or fast_hook(sys.argv[1:]):
         return
     from .cli import main as full_cli
 

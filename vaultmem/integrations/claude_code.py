@@ -208,6 +208,34 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         return "", 0
 
 
+def main(event: str, vault_path: str | None = None) -> None:
+    """A hook process: the JSON on stdin, `run_hook`, what Claude Code reads on stdout, exit.
+
+    Called by `vaultmem hook` (and by the console script's fast path, which
+    skips click: a hook runs on every prompt and every Bash call). A PreToolUse
+    call that does not mention vaultmem is answered before anything else loads.
+    """
+    try:
+        data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read().decode("utf-8", "replace")
+    except (OSError, ValueError, AttributeError):
+        data = ""
+    if _is_pre_tool_use(event, data) and "vaultmem" not in data:
+        sys.exit(0)
+    text, code = run_hook(event, data, vault_path=vault_path)
+    if text:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    if abandoned_worker():
+        os._exit(code)  # the work outlived its budget: do not wait for it
+    sys.exit(code)
+
+
+def _is_pre_tool_use(event: str, data: str) -> bool:
+    if event:
+        return event.replace("_", "-").lower() in ("pre-tool-use", "pretooluse")
+    return '"PreToolUse"' in data
+
+
 def abandoned_worker() -> bool:
     """True when a hook's work outlived its budget and is still running in this process."""
     return any(t.name == HOOK_THREAD and t.is_alive() for t in threading.enumerate())
