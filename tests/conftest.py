@@ -24,6 +24,7 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("VAULTMEM_NOW", T0)
+    monkeypatch.setenv("VAULTMEM_AUTOWATCH", "off")  # tests that want the hook to start a watcher say so
 
 
 @pytest.fixture

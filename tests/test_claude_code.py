@@ -219,6 +219,34 @@ def test_session_start_gives_the_review_and_prompt_block_as_additional_context(f
     assert "vaultmem grade ID good" in text and 'vaultmem recall "QUERY"' in text
 
 
+def test_session_start_starts_a_watcher_so_each_prompt_recalls_fast(filled, tmp_path):
+    import signal
+    import time
+
+    from vaultmem.server import ask
+
+    hook("session-start", base("SessionStart", tmp_path, source="startup"), filled,
+         VAULTMEM_AUTOWATCH="on", VAULTMEM_NO_SERVER="")
+    try:
+        deadline = time.monotonic() + 60
+        while (answer := ask(str(filled), {"op": "ping"})) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert answer is not None and answer["ok"], (filled / ".vaultmem" / "hooks" / "watch.log").read_text()
+        started = time.monotonic()
+        result = hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="which port is postgres on"),
+                      filled, VAULTMEM_NO_SERVER="")
+        assert "5433" in context_of(result, "UserPromptSubmit") and time.monotonic() - started < 5
+        # A second session start finds it running and starts no other.
+        hook("session-start", base("SessionStart", tmp_path, source="resume"), filled,
+             VAULTMEM_AUTOWATCH="on", VAULTMEM_NO_SERVER="")
+        log = (filled / ".vaultmem" / "hooks" / "watch.log").read_text()
+        assert log.count("serving recall") == 1 and "already serves" not in log
+    finally:
+        pids = subprocess.run(["pgrep", "-f", f"vaultmem --vault {filled} watch"], capture_output=True, text=True)
+        for pid in pids.stdout.split():
+            os.kill(int(pid), signal.SIGTERM)
+
+
 def test_session_start_stays_under_the_context_limit(vault_dir, tmp_path):
     v = Vault(vault_dir)
     for i in range(150):

@@ -141,3 +141,16 @@ def test_a_hand_edit_seen_by_the_watcher_is_recorded_not_flagged(vault_dir, watc
     path.unlink()
     wait_until(lambda: json.loads(ledger.read_text().splitlines()[-1])["op"] == "external-delete")
     assert run_process("--vault", str(vault_dir), "verify", "--strict", check=False).returncode == 0
+
+
+def test_a_watcher_started_with_idle_exit_stops_when_no_one_asks(vault_dir):
+    process = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), "watch", "--idle-exit", "2"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([process.stdout], [], [], 120)
+        assert ready and "serving recall" in process.stdout.readline()
+        assert process.wait(timeout=30) == 0
+        assert not os.path.exists(socket_path(str(vault_dir)))
+    finally:
+        if process.poll() is None:
+            process.kill()

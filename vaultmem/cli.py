@@ -296,13 +296,16 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
 
 @cli.command()
+@click.option("--idle-exit", type=click.FloatRange(1), default=None,
+              help="Exit after this many seconds without a request (the Claude Code hook starts it so).")
 @common
-def watch(out, vault_path):
+def watch(idle_exit, out, vault_path):
     """Keep the indexes current as files change, and serve recall to the CLI.
 
-    Runs until interrupted (Ctrl-C or SIGTERM). Edits made in Obsidian or any
-    editor are indexed within a second; `vaultmem recall` asks this process
-    instead of loading the model itself.
+    Runs until interrupted (Ctrl-C or SIGTERM), or with --idle-exit once no
+    one has asked for that long. Edits made in Obsidian or any editor are
+    indexed within a second and recorded on the ledger; `vaultmem recall`
+    asks this process instead of loading the model itself.
 
     Example: vaultmem watch --vault ~/vaults/agent
     """
@@ -332,9 +335,14 @@ def watch(out, vault_path):
             click.echo(f"watching {vault.root}; serving recall on {path}; model: {model}", err=False)
             sys.stdout.flush()
 
+    handle = request_handler(engine)
+    if idle_exit:
+        from .watch import exit_when_idle
+
+        handle = exit_when_idle(handle, idle_exit, stop)
     engine.sync()
     engine.warm_up()
-    serve(str(vault.root), request_handler(engine), ready=ready, stop_event=stop)
+    serve(str(vault.root), handle, ready=ready, stop_event=stop)
     watcher.join(timeout=10)
 
 

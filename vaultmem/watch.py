@@ -154,6 +154,23 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         engine.save()
 
 
+def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
+    """Wrap a request handler so the service stops after `seconds` without a request."""
+    last = [time.monotonic()]
+
+    def handle_and_note(request: dict) -> dict:
+        last[0] = time.monotonic()
+        return handle(request)
+
+    def watchdog():
+        while not stop_event.wait(min(30.0, seconds / 4)):
+            if time.monotonic() - last[0] > seconds:
+                stop_event.set()
+
+    threading.Thread(target=watchdog, name="vaultmem-idle", daemon=True).start()
+    return handle_and_note
+
+
 def _record_hand_edits(vault, paths) -> int:
     """Put edits a person made on the ledger as external edits (never fatal to the watcher)."""
     try:
