@@ -483,6 +483,7 @@ def _env(no_server: bool) -> dict:
     env = dict(os.environ)
     env.pop("VAULTMEM_VAULT", None)
     env.pop("VAULTMEM_DEBUG", None)
+    env["VAULTMEM_AUTOWATCH"] = "off"  # the benches start and stop their own watcher
     if no_server:
         env["VAULTMEM_NO_SERVER"] = "1"
     else:
