@@ -289,3 +289,18 @@ def test_different_statements_on_one_topic_are_neither_merged_nor_contested(run,
     a = run.json("add", "Service 5 listens on port 8153", "-n", "ports")
     b = run.json("add", "Service 15 listens on port 8163", "-n", "ports")
     assert b["action"] == "added" and b["id"] != a["id"]
+
+
+def test_a_password_in_a_source_url_is_refused_or_masked_too(run, vault_dir):
+    url = "postgres://app:" + "s3cretPassw0rd" + "@db.internal/prod"
+    run("add", "The reporting job reads the prod database", "-n", "ops", "--source", url, expect=2)
+    note = run.json("add", "The reporting job reads the prod database", "-n", "ops", "--source", url, "--redact")
+    text = (vault_dir / note["path"]).read_text()
+    assert "s3cretPassw0rd" not in text and "db.internal" in text and props(vault_dir, note["path"])["redacted"]
+
+
+def test_an_archived_memory_is_restored_before_it_is_corrected(run):
+    note = run.json("add", "The wiki lives on Confluence", "-n", "docs")
+    run("archive", note["id"])
+    result = run("correct", note["id"], "The wiki lives on Notion", expect=2)
+    assert f"vaultmem restore {note['id']}" in result.stderr

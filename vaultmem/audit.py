@@ -44,7 +44,7 @@ def verify(vault, record: bool = True) -> dict:
         recorded = []
         if record:
             for problem in changes:
-                note_id = problem.detail.split(" ", 1)[0]
+                note_id = problem.note_id
                 if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
                     note, text = texts[note_id]
                     vault.record(

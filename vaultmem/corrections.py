@@ -111,11 +111,11 @@ def correct(
         wrong = vault.get(note_id)
         if wrong.status == "superseded":
             raise BadInput(f"{wrong.id} is already superseded by {wrong.superseded_by}; correct that one instead")
+        if wrong.status == "archived":
+            raise BadInput(f"{wrong.id} is archived; `vaultmem restore {wrong.id}` first, then correct it")
         why = (reason or "").strip()
-        if wrong.status != "archived":
-            vault.grade(
-                wrong.id, "again", comment=f"corrected: {why}" if why else "corrected", session=session, project=project
-            )
+        vault.grade(wrong.id, "again", comment=f"corrected: {why}" if why else "corrected", session=session,
+                    project=project)
         old = " ".join(wrong.text.split())
         body = (text or "").strip()
         if not body:

@@ -67,9 +67,10 @@ class Problem:
     kind: str  # "break", "unrecorded edit", "untracked note", "missing note"
     where: str  # "ledger.jsonl line 12" or the note's path
     detail: str
+    note_id: str = ""  # the note concerned (none for a break)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "where": self.where, "detail": self.detail}
+        return {"kind": self.kind, "where": self.where, "detail": self.detail, "id": self.note_id or None}
 
 
 class Ledger:
@@ -198,13 +199,13 @@ def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]]) -> lis
         record = last.get(note_id)
         if record is None:
             problems.append(Problem("untracked note", path, f"{note_id} has no ledger record (made by hand or "
-                                                            "before the ledger existed)"))
+                                                            "before the ledger existed)", note_id))
         elif record.get("content") != digest:
             problems.append(Problem("unrecorded edit", path, f"{note_id} changed since its last record "
-                                                             f"({record.get('op')} at {record.get('time')})"))
+                                                             f"({record.get('op')} at {record.get('time')})", note_id))
     for note_id, record in sorted(last.items()):
         if note_id not in files and record.get("content") is not None:
             problems.append(Problem("missing note", record.get("path") or note_id,
                                     f"{note_id} was recorded ({record.get('op')} at {record.get('time')}) "
-                                    "but no file holds it now"))
+                                    "but no file holds it now", note_id))
     return problems

@@ -300,6 +300,8 @@ class Vault:
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
         body_text, redacted = self._screen(body_text, redact)
+        source, source_redacted = self._screen(source or "", redact)  # a URL may carry a password
+        redacted = list(dict.fromkeys([*redacted, *source_redacted]))
         title = self._screen(title, True)[0] if title and redacted else title
         now = clock.now()
         created = created or now
