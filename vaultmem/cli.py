@@ -264,7 +264,7 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
-@click.option("--explain", is_flag=True, help="Show each signal per result: BM25, cosine, RRF, retrievability, strength.")
+@click.option("--explain", is_flag=True, help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
 @common
 def recall(query, top_k, namespace, kind, include_hidden, history, explain, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
@@ -488,7 +488,9 @@ def top(count, namespace, out, vault_path):
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
 @common
 def prompt(max_tokens, namespace, out, vault_path):
-    """A compact block of memories for an agent's context.
+    """The block an agent hook injects: core memories (L3, L2), then the learning
+    queue (new, learning), then the review queue, each line with id, namespace and
+    label (new, learning, strong, fading, weak, contested), within --max-tokens.
 
     Example: vaultmem prompt --max-tokens 800
     """
