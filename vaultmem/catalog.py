@@ -19,7 +19,9 @@ from .errors import NoteError
 from .model import Note
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
-CACHE_VERSION = 3
+CACHE_VERSION = 4
+# The cache file is re-written once this many notes differ from it.
+SAVE_AFTER = 32
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Catalog:
     """Notes by path, plus the files that could not be read."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
+    lag: int = 0  # notes re-read since the cache file was written (not saved)
 
     @property
     def notes(self) -> list[Note]:
@@ -78,27 +81,35 @@ def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = 
     """The catalog as the files are now; `read_note(rel_path)` parses one file.
 
     Starts from `previous` (a long-lived process) or the cache file. Writes
-    the cache back only when something changed, so a read-only command on an
-    unchanged vault writes nothing.
+    the cache back only once it lags the files by more than SAVE_AFTER notes:
+    re-parsing a few changed notes is cheaper than re-writing the whole cache
+    after every grade, and a read-only command on an unchanged vault writes
+    nothing.
     """
     old = previous if previous is not None else _load(cache_file)
     current = note_files(root)
     catalog = Catalog()
-    changed = set(old.entries) != set(current)
+    gone = set(old.entries) - set(current)
+    changed = bool(gone)
+    # How far the cache file is behind the files: what differs from it now.
+    lag = len(gone) + (old.lag if previous is not None else 0)
     for rel, stamp in current.items():
         known = old.entries.get(rel)
         if known is not None and known.stamp == stamp:
             catalog.entries[rel] = known
             continue
         changed = True
+        lag += 1
         try:
             catalog.entries[rel] = Entry(stamp, read_note(rel))
         except NoteError as exc:
             catalog.entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
-    if changed:
-        _save(cache_file, catalog)
-    elif previous is not None:
+    catalog.lag = lag
+    if not changed and previous is not None:
         return previous  # unchanged: the same object, so callers can skip their own work
+    if changed and (lag > SAVE_AFTER or not old.entries):
+        _save(cache_file, catalog)
+        catalog.lag = 0
     return catalog
 
 
@@ -123,7 +134,7 @@ def refresh_paths(root: Path, catalog: Catalog, paths, read_note) -> tuple[Catal
         except NoteError as exc:
             entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
         changed.add(rel)
-    return Catalog(entries), changed
+    return Catalog(entries, catalog.lag + len(changed)), changed
 
 
 def is_note_path(rel: str) -> bool:
