@@ -15,8 +15,9 @@ def days_after(days: float) -> str:
 
 
 def test_idle_decay_is_the_same_whether_run_daily_or_once(run, tmp_path):
-    from .conftest import Cli
     from vaultmem.vault import init_vault
+
+    from .conftest import Cli
 
     other = tmp_path / "other"
     init_vault(other)

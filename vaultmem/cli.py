@@ -616,8 +616,10 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from . import cli_trust  # noqa: E402,F401 - registers its commands on `cli`
-from . import cli_agents  # noqa: E402,F401 - registers its commands on `cli`
+from . import (
+    cli_agents,  # noqa: E402,F401 - registers its commands on `cli`
+    cli_trust,  # noqa: E402,F401 - registers its commands on `cli`
+)
 
 
 def main(argv=None):

@@ -6,7 +6,6 @@ import click
 
 from .cli import _vault, cli, common
 
-
 # ---------------------------------------------------------------- the MCP server (`vaultmem mcp`)
 
 @cli.command()

@@ -22,7 +22,7 @@ from . import clock
 from .catalog import Catalog, refresh
 from .config import Config, load_config
 from .discovery import STATE_DIR, default_vault_path, discover
-from .errors import BadInput, ConflictError, NotFound, NoteError
+from .errors import BadInput, ConflictError, NoteError, NotFound
 from .files import append_jsonl, atomic_write, read_text, rewrite_and_move
 from .lifecycle import DecayStep, plan_decay
 from .model import TIERS, Note
