@@ -221,7 +221,7 @@ def main(argv=None) -> int:
         rows.append(
             f"| {r['name']} | {r['dim']} | {r['size_mb']:.0f} | {r['load_s']:.2f} | {r['tput']:.0f} "
             f"| {r['p50_ms']:.1f} | "
-            + " | ".join(f"{h[l][0]:.2f} / {h[l][1]:.2f}" for l in ("en", "ru", "de"))
+            + " | ".join(f"{h[lang][0]:.2f} / {h[lang][1]:.2f}" for lang in ("en", "ru", "de"))
             + " |"
         )
     print(f"{len(MEMORIES)} memories, {len(QUERIES)} queries per language; "

@@ -121,7 +121,9 @@ def test_merge_updates_an_old_entry_in_place_and_drops_copies():
     assert groups[0]["hooks"][0]["command"] == "/new/python -m vaultmem hook session-start"
     assert old["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 3  # the argument is not changed
     assert merge_hooks(merged, "/new/python -m vaultmem") == merged
-    assert remove_hooks(merged) == {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo keep"}]}]}}
+    assert remove_hooks(merged) == {"hooks": {"SessionStart": [
+        {"hooks": [{"type": "command", "command": "echo keep"}]},
+    ]}}
 
 
 def test_uninstall_removes_only_what_install_emptied():
@@ -311,7 +313,8 @@ def test_pre_tool_use_allows_everything_else(command):
 
 
 def test_pre_tool_use_ignores_other_tools(tmp_path, filled):
-    payload = base("PreToolUse", tmp_path, tool_name="Write", tool_input={"file_path": "/x", "content": "vaultmem add x"})
+    payload = base("PreToolUse", tmp_path, tool_name="Write",
+                   tool_input={"file_path": "/x", "content": "vaultmem add x"})
     assert hook("pre-tool-use", payload, filled).stdout == ""
     assert hook("pre-tool-use", bash(tmp_path, 'vaultmem recall "x" -k 3'), filled).stdout == ""
 
@@ -336,7 +339,8 @@ def transcript_lines() -> list[dict]:
 
     return [
         {"type": "summary", "summary": "Setting up the API", "leafUuid": "x"},
-        user("<command-name>/init</command-name>\n<command-message>remember that slash commands are skipped</command-message>"),
+        user("<command-name>/init</command-name>\n"
+             "<command-message>remember that slash commands are skipped</command-message>"),
         user("Please remember that the staging API listens on port 8080. Can you check the config?"),
         assistant({"type": "thinking", "thinking": "remember that thinking is skipped"},
                   {"type": "text", "text": "Checking.\n```\n# remember that code is skipped\n```"},

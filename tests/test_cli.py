@@ -126,7 +126,8 @@ def test_init_on_existing_obsidian_vault_adds_only_what_is_missing(tmp_path):
     assert types["strength"] == "text" and types["mood"] == "text" and types["due"] == "datetime"
     assert (root / ".obsidian" / "app.json").read_text() == '{"theme": "dark"}'
     assert (root / "Daily.md").read_text() == "my note"
-    assert (root / ".gitignore").read_text().startswith("*.tmp\n") and ".vaultmem/cache/" in (root / ".gitignore").read_text()
+    gitignore = (root / ".gitignore").read_text()
+    assert gitignore.startswith("*.tmp\n") and ".vaultmem/cache/" in gitignore
     second = run_process("init", str(root), "--json")
     assert json.loads(second.stdout)["added"] == []
 

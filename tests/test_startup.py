@@ -9,7 +9,8 @@ HEAVY = ("yaml", "fsrs", "whoosh", "numpy", "onnxruntime", "tokenizers", "watchd
 
 
 def imported_modules(code: str) -> set[str]:
-    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                            capture_output=True, text=True, check=True)
     return {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if "|" in line}
 
 
@@ -54,7 +55,8 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
 
 def test_fast_recall_client_imports_nothing_heavy():
     code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
-            "from vaultmem.entry import parse_recall; from vaultmem.server import ask; from vaultmem.output import print_recall")
+            "from vaultmem.entry import parse_recall; from vaultmem.server import ask; "
+            "from vaultmem.output import print_recall")
     loaded = imported_modules(code)
     assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))
 

@@ -175,7 +175,8 @@ def init(path, out, vault_path):
     root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
     out.emit({"vault": str(root), "added": added},
-             f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
+             f"vault ready at {root}"
+             + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
 
 
 @cli.command()
@@ -183,9 +184,11 @@ def init(path, out, vault_path):
 @click.option("-n", "--namespace", help="Where the memory belongs, e.g. work or projects/api (required).")
 @click.option("-t", "--tags", multiple=True, help="Tags, comma-separated or repeated.")
 @click.option("-s", "--source", default="", help="Where it came from: a URL, a file, or a [[note]].")
-@click.option("--created", help="When it was learned (backfills, imports), e.g. 2024-05-08T13:56:00; UTC unless an offset is given.")
+@click.option("--created", help="When it was learned (backfills, imports), e.g. 2024-05-08T13:56:00; "
+                                "UTC unless an offset is given.")
 @click.option("--tier", help="L0 observed, L1 remembered (default), L2 every session, L3 durable.")
-@click.option("--explicit", is_flag=True, help="Stated explicitly (\"remember that...\"): promotes after fewer sessions.")
+@click.option("--explicit", is_flag=True,
+              help="Stated explicitly (\"remember that...\"): promotes after fewer sessions.")
 @click.option("--session", help="The agent session this comes from (default: $VAULTMEM_SESSION).")
 @click.option("--redact", is_flag=True, help="Mask secrets and personal data instead of refusing the text.")
 @click.option("--no-supersede", is_flag=True, help="Do not supersede or contest memories this one contradicts.")
@@ -259,12 +262,14 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 
 @cli.command()
 @click.argument("query")
-@click.option("-k", "--top-k", type=click.IntRange(1, 1000), default=None, help="How many results (default: recall.top_k).")
+@click.option("-k", "--top-k", type=click.IntRange(1, 1000), default=None,
+              help="How many results (default: recall.top_k).")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
 @click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
-@click.option("--explain", is_flag=True, help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
+@click.option("--explain", is_flag=True,
+              help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
 @common
 def recall(query, top_k, namespace, kind, include_hidden, history, explain, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
@@ -399,7 +404,8 @@ def _grade_summary(note, now, config) -> str:
     from .clock import format_datetime
 
     return (f"{note.id}: {note.state}, due {format_datetime(note.due)} UTC, stability {note.stability}, "
-            f"strength {note.strength:.2f}, lapses {note.lapses}" + (f", {note.status}" if note.status != "active" else ""))
+            f"strength {note.strength:.2f}, lapses {note.lapses}"
+            + (f", {note.status}" if note.status != "active" else ""))
 
 
 @cli.command()
@@ -516,7 +522,8 @@ def decay(days, dry_run, out, vault_path):
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
-             "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}} for s in steps]
+             "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}}
+            for s in steps]
     rows = [[s.note.id, f"{s.note.strength:.2f} -> {s.changes.get('strength', s.note.strength):.2f}",
              s.note.status + " -> " + s.changes.get("status", s.note.status), _short(s.note.title, 50)] for s in steps]
     verb = "would change" if dry_run else "changed"
@@ -616,9 +623,9 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from . import (
-    cli_agents,  # noqa: E402,F401 - registers its commands on `cli`
-    cli_trust,  # noqa: E402,F401 - registers its commands on `cli`
+from . import (  # noqa: E402 - after `cli` is defined: the modules register their commands on it
+    cli_agents,  # noqa: F401 - registers its commands on `cli`
+    cli_trust,  # noqa: F401 - registers its commands on `cli`
 )
 
 

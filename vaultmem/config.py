@@ -135,7 +135,8 @@ def load_config(path: Path) -> Config:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: not valid YAML ({_first_line(exc)}); fix it or delete it to use the defaults") from None
+        raise BadInput(f"{path}: not valid YAML ({_first_line(exc)}); "
+                       "fix it or delete it to use the defaults") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: expected sections like 'scheduling:'; fix it or delete it to use the defaults")
     changes = {}

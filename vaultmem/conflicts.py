@@ -75,7 +75,8 @@ BE = set(_ws("is are was were be been being get gets got"))
 DIRECTION = set(_ws("over than vs versus from to before after instead rather"))
 SYN = {"db": "database", "led": "lead", "ran": "run", "began": "start", "begun": "start", "met": "meet", "went": "go",
        "using": "use", "used": "use", "favourite": "favorite", "colour": "color"}
-NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ws("zero one two three four five six seven eight nine ten eleven twelve"))}
+NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ws("zero one two three four five six seven eight nine ten eleven "
+                                                    "twelve"))}
 MONTHS = {m: i + 1 for i, m in enumerate(_ws("january february march april may june july august september october "
                                              "november december"))}
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items()) if m not in ("march", "may")} | {"sept": 9}
@@ -91,8 +92,8 @@ _TOKEN = re.compile(
 _FILLER = re.compile(r"\b(?:just so you (?:know|remember)|you know|heads up|fyi|btw|by the way|quick update|"
                      r"(?:can you |please )?remember(?: that)?|note that)\b", re.IGNORECASE)
 _NUM = re.compile(r"v?(\d+(?:[.,]\d+)*)(st|nd|rd|th|k|m|mb|gb|kb|tb|ms|s|h|min|x)?")
-_RU_END = re.compile(r"(?:ами|ями|ого|его|ому|ему|ыми|ими|ая|яя|ое|ее|ые|ие|ый|ий|ой|ую|юю|ем|им|ом|ам|ям|ах|ях|ют|ут|ет"
-                     r"|ит|ат|ят|а|я|о|е|ы|и|у|ю|ь|й)$")
+_RU_END = re.compile(r"(?:ами|ями|ого|его|ому|ему|ыми|ими|ая|яя|ое|ее|ые|ие|ый|ий|ой|ую|юю|ем|им|ом|ам|ям|ах|ях|ют|ут"
+                     r"|ет|ит|ат|ят|а|я|о|е|ы|и|у|ю|ь|й)$")
 
 
 def _stem(w: str) -> str:
@@ -116,10 +117,11 @@ def _stems(s: str) -> set[str]:
     return {_stem(w) for w in _ws(s)}
 
 
-LIGHT = _stems("use run make keep set stay remain move switch change migrate upgrade downgrade update become start new latest "
-               "again since")
+LIGHT = _stems("use run make keep set stay remain move switch change migrate upgrade downgrade update become start new "
+               "latest again since")
 CHANGE = _stems("switch move migrate change upgrade downgrade replace")
-ADDITIVE = _stems("like love enjoy speak visit know play collect read watch eat drink cook learn study attend support allergic")
+ADDITIVE = _stems("like love enjoy speak visit know play collect read watch eat drink cook learn study attend support "
+                  "allergic")
 ROLE = _stems("own owner lead manage manager maintain maintainer responsible charge head call assign assignee")
 EXCLUSIVE = _stems("prefer favorite default main primary usual current best")
 QUALIFIERS = _stems("except only sometimes rarely mostly usually unless partly occasionally")
@@ -155,12 +157,14 @@ def _value(lw: str, raw: str) -> _Tok | None:
     if re.fullmatch(r"(?:19|20)\d\d", lw):
         return _Tok(f"{lw}-??-??", "date", raw)
     if m := _NUM.fullmatch(lw):
-        return _Tok((m[1] + (m[2] if m[2] and m[2] not in ("st", "nd", "rd", "th") else "")).replace(",", ""), "num", raw)
+        unit = m[2] if m[2] and m[2] not in ("st", "nd", "rd", "th") else ""
+        return _Tok((m[1] + unit).replace(",", ""), "num", raw)
     if lw in NUMBER_WORDS:
         return _Tok(NUMBER_WORDS[lw], "num", raw)
     if lw in MONTHS and (raw[0].isupper() or lw not in ("may", "march")):
         return _Tok(f"????-{MONTHS[lw]:02d}-??", "date", raw)
-    day = lw.rstrip("s") if lw.rstrip("s") in WEEKDAYS else next((v for k, v in RU_DAYS.items() if lw.startswith(k)), "")
+    day = (lw.rstrip("s") if lw.rstrip("s") in WEEKDAYS
+           else next((v for k, v in RU_DAYS.items() if lw.startswith(k)), ""))
     if day:
         return _Tok(day, "day", raw)
     return _Tok(lw, "code", raw) if any(c.isdigit() for c in lw) else None
@@ -364,7 +368,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         if cues & (ADDITIVE | ROLE):
             return Verdict("compatible", f"both can hold: {x.raw} / {y.raw}")
         return Verdict("unclear", f"wording differs: '{x.raw}' vs '{y.raw}'")
-    if vals_a and vals_b and not {FAMILY.get(t.kind, t.kind) for t in vals_a} & {FAMILY.get(t.kind, t.kind) for t in vals_b}:
+    if (vals_a and vals_b
+            and not {FAMILY.get(t.kind, t.kind) for t in vals_a} & {FAMILY.get(t.kind, t.kind) for t in vals_b}):
         return Verdict("compatible", f"different details: {_show(vals_a)} / {_show(vals_b)}")
     if cues & ADDITIVE:
         return Verdict("compatible", f"both can hold: {_show(diff_a)} / {_show(diff_b)}")

@@ -22,7 +22,8 @@ def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict 
     for note_id, count in sorted(ids.items()):
         if count > 1:
             paths = sorted(n.path for n in notes if n.id == note_id)
-            problems.append({"path": paths[0], "problem": f"id {note_id!r} is used by {count} files ({', '.join(paths)}); give all but one a new id"})
+            problems.append({"path": paths[0], "problem": f"id {note_id!r} is used by {count} files "
+                             f"({', '.join(paths)}); give all but one a new id"})
     for note in notes:
         in_archive = note.path.startswith("archive/")
         if in_archive != (note.status == "archived"):
@@ -39,7 +40,8 @@ def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict 
     recall = recall or {}
     first = None
     if ledger["breaks"]:
-        first = f"the ledger's chain is broken at {ledger['breaks'][0]['where']}: restore .vaultmem/ledger.jsonl from git"
+        first = (f"the ledger's chain is broken at {ledger['breaks'][0]['where']}: "
+                 "restore .vaultmem/ledger.jsonl from git")
     elif problems:
         first = f"{problems[0]['path']}: {problems[0]['problem']}"
     elif unrecorded:

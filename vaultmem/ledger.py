@@ -187,7 +187,8 @@ def check_chain(lines) -> list[Problem]:
             problems.append(Problem("break", where, "its hash does not match its content (the line was edited)"))
         elif record.get("seq") != seq + 1:
             problems.append(Problem("break", where, f"sequence {record.get('seq')} after {seq}"))
-        tip, seq = record.get("hash", tip), record.get("seq", seq + 1) if isinstance(record.get("seq"), int) else seq + 1
+        tip, seq = (record.get("hash", tip),
+                    record.get("seq", seq + 1) if isinstance(record.get("seq"), int) else seq + 1)
     return problems
 
 

@@ -106,4 +106,4 @@ def section(body: str, name: str) -> str:
             break
         if inside:
             lines.append(line.strip())
-    return " ".join(l for l in lines if l)
+    return " ".join(line for line in lines if line)

@@ -172,7 +172,8 @@ def _read_field(path: str, key: str, value):
             except BadInput:
                 raise bad("a datetime like 2026-11-30T14:05:00 (UTC)") from None
     except (TypeError, ValueError):
-        raise bad({"strength": "a number", "stability": "a number", "difficulty": "a number"}.get(key, "a whole number")) from None
+        what = {"strength": "a number", "stability": "a number", "difficulty": "a number"}.get(key, "a whole number")
+        raise bad(what) from None
     raise AssertionError(key)
 
 
@@ -215,7 +216,8 @@ def render(note: Note, original: str | None = None) -> str:
     try:
         current = yaml.load(block, Loader=_Loader) or {}
     except yaml.YAMLError:
-        raise NoteError(note.path, "broken YAML frontmatter", "fix it by hand before vaultmem writes this file") from None
+        raise NoteError(note.path, "broken YAML frontmatter",
+                        "fix it by hand before vaultmem writes this file") from None
 
     out: list[tuple[str | None, str]] = []
     for key, text in segments:
@@ -294,7 +296,8 @@ def _scalar(value) -> str:
 
 def _plain_is_safe(text: str) -> bool:
     """True when `text` reads back from YAML as the same string, unquoted."""
-    if text != text.strip() or "\n" in text or "\r" in text or text.startswith(("'", '"', "-", "?", "!", "&", "*", "%", "@", "`", "|", ">", "{", "[")):
+    if (text != text.strip() or "\n" in text or "\r" in text
+            or text.startswith(("'", '"', "-", "?", "!", "&", "*", "%", "@", "`", "|", ">", "{", "["))):
         return False
     try:
         return yaml.safe_load(f"k: {text}") == {"k": text}

@@ -56,8 +56,8 @@ class PromptBlock:
         from .present import note_dict
 
         return {"text": self.text, "left_out": self.left_out,
-                "memories": [note_dict(l.note, now, config, {"label": l.label, "section": l.section})
-                             for l in self.lines]}
+                "memories": [note_dict(line.note, now, config, {"label": line.label, "section": line.section})
+                             for line in self.lines]}
 
 
 def section_of(note: Note) -> str:

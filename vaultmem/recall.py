@@ -186,7 +186,8 @@ class RecallEngine:
 
         stamps = {p: list(e.stamp) for p, e in self.vault.catalog().entries.items() if e.note is not None}
         indexed = self.bm25._manifest()["stamps"] if self.bm25.manifest_file.exists() else {}
-        stale_index = sum(1 for p, s in stamps.items() if indexed.get(p) != s) + sum(1 for p in indexed if p not in stamps)
+        stale_index = (sum(1 for p, s in stamps.items() if indexed.get(p) != s)
+                       + sum(1 for p in indexed if p not in stamps))
         self._load_model()
         stale_vectors = None
         if self.embedder is not None:
@@ -276,7 +277,8 @@ class RecallEngine:
         return self._masks[key]
 
     def _allowed(self, note: Note, namespace, kind, include_hidden) -> bool:
-        if note.is_hidden and not (include_hidden is True or (include_hidden == "history" and note.status == "superseded")):
+        if note.is_hidden and not (include_hidden is True
+                                   or (include_hidden == "history" and note.status == "superseded")):
             return False
         if kind and note.type != kind:
             return False

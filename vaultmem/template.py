@@ -71,7 +71,8 @@ def _merge_into_existing(rel: str, existing: str, ours: str) -> str | None:
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     if rel == ".gitignore":
         have = {line.strip() for line in existing.splitlines()}
-        lines = [line for line in ours.splitlines() if line.strip() and not line.startswith("#") and line.strip() not in have]
+        lines = [line for line in ours.splitlines()
+                 if line.strip() and not line.startswith("#") and line.strip() not in have]
         if not lines:
             return None
         sep = "" if existing.endswith("\n") or not existing else "\n"

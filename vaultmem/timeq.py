@@ -128,7 +128,8 @@ def _season(text: str, day: datetime):
 
 
 def _month(text: str, day: datetime):
-    match = re.search(rf"\b(in|last|this|of|since|before|after)?\s*\b({_EN_MONTH})\b\.?(?:\s+((?:19|20)\d{{2}}))?", text)
+    match = re.search(rf"\b(in|last|this|of|since|before|after)?\s*\b({_EN_MONTH})\b\.?"
+                      rf"(?:\s+((?:19|20)\d{{2}}))?", text)
     month = None
     if match and (match.group(2) not in AMBIGUOUS_MONTHS or match.group(1) or match.group(3)):
         month, year_text = EN_MONTHS[match.group(2)], match.group(3)

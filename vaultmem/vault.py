@@ -257,7 +257,8 @@ class Vault:
                     self.record(op, after, new_text, detail)
                 self._catalog = None
                 return before, after
-        raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; nothing was written, try again")
+        raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; "
+                            "nothing was written, try again")
 
     def add(
         self,
@@ -390,7 +391,8 @@ class Vault:
 
         return related(self, text, namespace, kind, limit, created)
 
-    def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str, **kwargs) -> Added:
+    def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str,
+              **kwargs) -> Added:
         """Write a skill: a procedure with its trigger, steps, outcome and lessons."""
         if not (title or "").strip():
             raise BadInput("a skill needs a title, e.g. vaultmem learn \"Deploy the API\" --trigger ... -n work")

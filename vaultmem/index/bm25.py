@@ -291,7 +291,8 @@ class Bm25Index:
         total = sum(weights.values())
         out = []
         for hit in results:
-            matched = {text.decode("utf-8") if isinstance(text, bytes) else text for _field, text in hit.matched_terms()}
+            matched = {text.decode("utf-8") if isinstance(text, bytes) else text
+                       for _field, text in hit.matched_terms()}
             out.append((hit["id"], float(hit.score), sum(weights.get(t, 0.0) for t in matched) / total))
         return out
 

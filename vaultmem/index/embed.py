@@ -113,7 +113,8 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
         max_length = int(cfg.get("max_length", 256))
         min_similarity = float(cfg.get("min_similarity", 0.2))
     except (TypeError, ValueError):
-        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, min_similarity a number") from None
+        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, "
+                               "min_similarity a number") from None
     # A name from vaultmem.json is trusted as is; otherwise everything that
     # changes the vectors goes into it, so caches keyed on it stay correct.
     name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"

@@ -321,7 +321,8 @@ def user_prompt_submit(run: _Run) -> dict | None:
     if not lines:
         return None
     text = ("Memories from vaultmem that may bear on this prompt (id, namespace, label):\n" + "\n".join(lines)
-            + "\nIf you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again (it was wrong).")
+            + "\nIf you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again "
+              "(it was wrong).")
     return context_output("UserPromptSubmit", _clip(text))
 
 
@@ -332,7 +333,8 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
 
     answer = ask_watcher(discover_root(run.vault_path, cwd=run.cwd), query, RECALL_K)
     if answer is not None:
-        return [f"- [{h['id']}] ({h['namespace']}, {h.get('label', '')}) {_one_line(h.get('text', ''), RECALL_LINE_CHARS)}"
+        return [f"- [{h['id']}] ({h['namespace']}, {h.get('label', '')}) "
+                f"{_one_line(h.get('text', ''), RECALL_LINE_CHARS)}"
                 for h in answer.get("hits", [])]
     vault = run.vault()
     return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.text, RECALL_LINE_CHARS)}"

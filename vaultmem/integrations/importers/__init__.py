@@ -25,7 +25,7 @@ path). Reading never writes anything; `run_import` (run.py) does the writing.
 This module picks the format and its reader; each format's reader is its own
 module (agentmemory_sr, skillmem, agent_brain, markdown, claude_md,
 vaultmem_export), and the helpers they share are in common.py.
-"""
+"""  # noqa: E501 - the format table's rows are one line each (Markdown tables cannot wrap)
 
 from __future__ import annotations
 
