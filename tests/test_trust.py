@@ -305,3 +305,24 @@ def test_an_archived_memory_is_restored_before_it_is_corrected(run):
     run("archive", note["id"])
     result = run("correct", note["id"], "The wiki lives on Notion", expect=2)
     assert f"vaultmem restore {note['id']}" in result.stderr
+
+
+def test_resolve_keeps_one_side_of_a_contest_or_both(run, vault_dir):
+    a = run.json("add", "Our billing service runs in Berlin on 3 servers", "-n", "org")
+    b = run.json("add", "Our billing service runs in Paris on 5 servers", "-n", "org")
+    assert run.json("resolve", b["id"]) == {"id": b["id"], "others": [a["id"]], "both": False}
+    pa, pb = props(vault_dir, a["path"]), props(vault_dir, b["path"])
+    link_a, link_b = (f"[[{x['path'].rsplit('/', 1)[1][:-3]}]]" for x in (a, b))
+    assert pa["status"] == "superseded" and pa["contested"] is False and pa["superseded_by"] == link_b
+    assert pb["status"] == "active" and pb["contested"] is False and pb["supersedes"] == link_a
+    assert run.json("health")["contested"] == []
+    run("resolve", b["id"], expect=2)  # nothing left to resolve
+
+    c = run.json("add", "Our search service runs in Lisbon on 4 servers", "-n", "office")
+    d = run.json("add", "Our search service runs in Porto on 6 servers", "-n", "office")
+    assert d["contested"] == [c["id"]]
+    run("resolve", c["id"], "--both")
+    assert [props(vault_dir, x["path"])["status"] for x in (c, d)] == ["active", "active"]
+    assert [props(vault_dir, x["path"])["contested"] for x in (c, d)] == [False, False]
+    assert [op for op, i in ledger_ops(vault_dir) if i == c["id"]][-1] == "resolve"
+    run("verify", "--strict")

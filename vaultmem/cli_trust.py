@@ -1,4 +1,4 @@
-"""Trust commands: conflicts, correct, promote, why, verify. Options -> one Vault call -> output."""
+"""Trust commands: conflicts, correct, resolve, promote, why, verify. Options -> one Vault call -> output."""
 
 from __future__ import annotations
 
@@ -57,6 +57,24 @@ def correct(note_id, text, reason, session, out, vault_path):
     vault = _vault(vault_path)
     added = vault.correct(note_id, text, reason, session=session)
     _emit_added(out, vault, added, "corrected with")
+
+
+@cli.command()
+@click.argument("note_id")
+@click.option("--both", is_flag=True, help="Both hold: clear the contest, supersede nothing.")
+@common
+def resolve(note_id, both, out, vault_path):
+    """Settle a contested memory: NOTE_ID is right and supersedes the memories it was
+    contested with (or, with --both, they can all be true).
+
+    Example: vaultmem resolve k3x9a2bq
+    """
+    vault = _vault(vault_path)
+    others = vault.resolve(note_id, both)
+    listed = ", ".join(others)
+    human = (f"{note_id} and {listed} all hold; no longer contested" if both
+             else f"{note_id} kept; superseded: {listed}")
+    out.emit({"id": note_id, "others": others, "both": both}, human)
 
 
 @cli.command()

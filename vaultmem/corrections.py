@@ -141,3 +141,39 @@ def correct(
             superseded=(wrong.id,),
             reason=f"corrects {wrong.id}" + (f": {why}" if why else ""),
         )
+
+
+def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
+    """Settle a contested memory: `keep_id` is right and supersedes the memories it
+    was contested with, or (`both`) they all hold and nothing is superseded.
+    Returns the ids of the other memories involved."""
+    now = clock.now()
+    with vault.write_lock():
+        keep = vault.get(keep_id)
+        if not keep.contested:
+            raise BadInput(f"{keep.id} is not contested; nothing to resolve")
+        notes = vault.notes(include_hidden=True)
+        by_link = {n.link: n for n in notes}
+        others = {by_link[link].id: by_link[link] for link in keep.contested_with if link in by_link}
+        others.update({n.id: n for n in notes if keep.link in n.contested_with and n.id != keep.id})
+
+        def without(links: tuple[str, ...], link: str) -> dict:
+            rest = tuple(x for x in links if x != link)
+            return {"contested": bool(rest), "contested_with": rest, "updated": now}
+
+        for other in others.values():
+            vault.update_note(other.id, lambda n: without(n.contested_with, keep.link), op="resolve",
+                              detail={"kept": keep.id, "both": both})
+            if not both and other.status != "superseded":
+                supersede(vault, other.id, keep, f"contest resolved in favour of {keep.id}")
+        links = {o.link for o in others.values()}
+
+        def settle(n: Note) -> dict:
+            rest = tuple(x for x in n.contested_with if x not in links)
+            changes = {"contested": bool(rest), "contested_with": rest, "updated": now}
+            if not both and not n.supersedes and others:
+                changes["supersedes"] = next(iter(others.values())).link
+            return changes
+
+        vault.update_note(keep.id, settle, op="resolve", detail={"others": sorted(others), "both": both})
+        return sorted(others)

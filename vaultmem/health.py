@@ -50,7 +50,7 @@ def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict 
     elif recall.get("model_problem"):
         first = f"recall is lexical only: {recall['model_problem']}"
     elif contested:
-        first = f"{len(contested)} contested pairs (e.g. {' vs '.join(contested[0])}): `vaultmem correct` the wrong one"
+        first = f"{len(contested)} contested pairs (e.g. {' vs '.join(contested[0])}): `vaultmem resolve` the right one"
     elif leeches:
         first = f"{len(leeches)} leeches keep being forgotten (e.g. {leeches[0]}): rewrite or `vaultmem correct` them"
     return {

@@ -28,7 +28,7 @@ GENESIS = "0" * 64
 CACHE_VERSION = 1
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
-OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "archive", "restore", "promote",
+OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "resolve", "archive", "restore", "promote",
        "decay", "import", "external-edit", "external-delete")
 
 

@@ -556,6 +556,13 @@ class Vault:
 
         return correct(self, note_id, text, reason, session=session, project=project)
 
+    def resolve(self, keep_id: str, both: bool = False) -> list[str]:
+        """Settle a contest: `keep_id` supersedes the memories it was contested with, or
+        with `both` they all hold; returns the other ids (corrections.py)."""
+        from .corrections import resolve
+
+        return resolve(self, keep_id, both)
+
     def why(self, ref: str) -> dict:
         """Where a memory came from: its source, the evidence that promoted it,
         its supersede/contest links, and every recorded change and grade.
