@@ -300,10 +300,10 @@ class Vault:
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
-        body_text, redacted = self._screen(body_text, redact)
-        source, source_redacted = self._screen(source or "", redact)  # a URL may carry a password
+        body_text, redacted = self.screen(body_text, redact)
+        source, source_redacted = self.screen(source or "", redact)  # a URL may carry a password
         redacted = list(dict.fromkeys([*redacted, *source_redacted]))
-        title = self._screen(title, True)[0] if title and redacted else title
+        title = self.screen(title, True)[0] if title and redacted else title
         now = clock.now()
         created = created or now
         session, project = current_session(session), current_project(project)
@@ -370,8 +370,9 @@ class Vault:
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
 
-    def _screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
-        """Pass text through the redaction filter: refuse, or mask when `redact`."""
+    def screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
+        """Pass text through the redaction filter with this vault's policy: raise
+        SecretFound, or with `redact` return (masked text, kinds masked)."""
         from .errors import SecretFound
         from .redact import Policy, describe, mask, scan
 

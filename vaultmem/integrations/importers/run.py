@@ -87,11 +87,8 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
         elif isinstance(record, Restore):
             try:
                 action, detail = restore_file(vault, record.rel, record.text, record.source, dry_run, index)
-            except SecretFound as exc:
-                report.skipped.append({"source": record.source, "reason": f"secret found: {exc}"})
-                continue
             except VaultmemError as exc:
-                report.errors.append({"source": record.source, "reason": str(exc)})
+                _refused(report, record.source, exc)
                 continue
             entry = dict(detail, source=record.source)
             {"added": report.added, "unchanged": report.unchanged, "conflict": report.conflicts}[action].append(entry)
@@ -136,18 +133,14 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
         return
     try:
         result = _call_add(vault, record, text, namespace, redact)
-    except SecretFound as exc:
-        report.skipped.append({"source": record.source, "reason": f"secret found: {exc}"})
-        return
     except VaultmemError as exc:
-        report.errors.append({"source": record.source, "reason": str(exc)})
+        _refused(report, record.source, exc)
         return
-    note = getattr(result, "note", result)
-    action = getattr(result, "action", "added")
+    note = result.note
     seen[key] = note.id
     entry = {"id": note.id, "namespace": namespace, "path": note.path, "source": record.source}
-    if action == "recurrence":
-        report.merged.append(dict(entry, reason=getattr(result, "reason", "") or "same memory"))
+    if result.action == "recurrence":
+        report.merged.append(dict(entry, reason=result.reason or "same memory"))
         return
     known[(note.namespace, note.type, _norm(note.text))] = note.id
     if record.extra.get("status") == "archived":
@@ -157,6 +150,14 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
         except VaultmemError as exc:
             report.errors.append({"source": record.source, "reason": f"added as {note.id}, not archived: {exc}"})
     report.added.append(entry)
+
+
+def _refused(report: Report, source: str, exc: VaultmemError) -> None:
+    """A record vaultmem would not write: a secret is skipped, anything else is an error."""
+    if isinstance(exc, SecretFound):
+        report.skipped.append({"source": source, "reason": f"secret found: {exc}"})
+    else:
+        report.errors.append({"source": source, "reason": str(exc)})
 
 
 def _call_add(vault, record: Incoming, text: str, namespace: str, redact: bool):
@@ -170,16 +171,14 @@ def _call_add(vault, record: Incoming, text: str, namespace: str, redact: bool):
 def _predict(vault, record: Incoming, text: str, namespace: str, key: tuple, seen: dict, report: Report,
              redact: bool) -> None:
     """What `add` would do, without writing: refused for a secret, merged, or added."""
-    from ...redact import Policy, describe, scan
-
-    findings = scan(text, Policy(emails=getattr(vault.config, "redact_emails", False),
-                                 phones=getattr(vault.config, "redact_phones", False)))
-    if findings and not redact:
-        report.skipped.append({"source": record.source, "reason": f"secret found: the text holds {describe(findings)}"})
+    try:
+        vault.screen(text, redact)  # the same filter, and the same refusal, as the real add
+    except SecretFound as exc:
+        _refused(report, record.source, exc)
         return
     seen[key] = None
     try:
-        related = vault.related(text, namespace, record.kind) if hasattr(vault, "related") else []
+        related = vault.related(text, namespace, record.kind)
     except Exception:  # noqa: BLE001 - a prediction; the real add decides
         related = []
     duplicate = next((r for r in related if r.relation == "duplicate"), None)
