@@ -279,8 +279,9 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
     from .entry import ask_watcher
+    from .recall import scope as recall_scope
 
-    scope = True if include_hidden else ("history" if history else False)
+    scope = recall_scope(include_hidden, history)
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")

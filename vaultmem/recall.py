@@ -248,11 +248,7 @@ class RecallEngine:
             cosines: dict[str, float] = {}
             if self.vectors is not None:
                 vector = self.embedder.embed([text], kind="passage")[0]
-                mask = self._mask(namespace, kind, False)
-                cosines = dict(self.vectors.search(vector, limit=limit, mask=mask))
-                for path in paths:
-                    if path not in cosines and (row := self.vectors.vector_of(path)) is not None:
-                        cosines[path] = float(row @ vector)
+                cosines = self._cosines(vector, self._mask(namespace, kind, False), limit, paths)
             floor = getattr(self.embedder, "min_similarity", 0.0) if self.embedder is not None else 0.0
             found = []
             for path in dict.fromkeys([*paths, *cosines]):
@@ -303,12 +299,7 @@ class RecallEngine:
             mask = self._mask(namespace, kind, include_hidden)
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
-            cosines = {p: s for p, s in self.vectors.search(query_vector, limit=limit, mask=mask) if s >= floor}
-            for path, _score, _coverage in lexical_paths:
-                if path not in cosines:
-                    vector = self.vectors.vector_of(path)
-                    if vector is not None:
-                        cosines[path] = float(vector @ query_vector)
+            cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor)
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, self._notes_by_path, now, self.vault.config, intent)
         fused = self._newer_first(fused, intent)
@@ -317,6 +308,15 @@ class RecallEngine:
             note = self._notes_by_path[path]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
+
+    def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf")) -> dict[str, float]:
+        """Cosine to `vector` of the `limit` nearest allowed notes (those at or above
+        `floor`), and of every path in `also` (the lexical candidates), whatever it is."""
+        cosines = {p: s for p, s in self.vectors.search(vector, limit=limit, mask=mask) if s >= floor}
+        for path in also:
+            if path not in cosines and (row := self.vectors.vector_of(path)) is not None:
+                cosines[path] = float(row @ vector)
+        return cosines
 
     def _same_subject(self, a: Note, b: Note) -> bool:
         """Two memories about the same thing: close in meaning and mostly the same words.
@@ -363,6 +363,11 @@ def _content_terms(note: Note) -> frozenset[str]:
     from .index.bm25 import _query_analyzer
 
     return frozenset(t.text for t in _query_analyzer()(note.text))
+
+
+def scope(include_hidden: bool = False, history: bool = False) -> bool | str:
+    """Which hidden notes a recall may return: all (True), superseded ones ("history"), or none."""
+    return True if include_hidden else ("history" if history else False)
 
 
 def fuse(lexical: list[tuple[str, float, float]], cosines: dict[str, float], semantic_floor: float,

@@ -317,11 +317,12 @@ class Vault:
             if merge:
                 duplicate = next((r for r in related if r.relation == "duplicate"), None)
                 if duplicate is not None and self.find(duplicate.note.id):
-                    evidence = with_evidence(duplicate.note, session, project, now, explicit)
-                    _before, after = self.update_note(
-                        duplicate.note.id, lambda n: {**with_evidence(n, session, project, now, explicit),
-                                                      "updated": now} if evidence else {},
-                        op="recur", detail={"session": session, "project": project})
+                    def recur(n: Note) -> dict:
+                        evidence = with_evidence(n, session, project, now, explicit)
+                        return {**evidence, "updated": now} if evidence else {}
+
+                    _before, after = self.update_note(duplicate.note.id, recur, op="recur",
+                                                      detail={"session": session, "project": project})
                     return Added(after, "recurrence", reason=duplicate.reason)
             note_id = _new_id({n.id for n in catalog.notes})
             folder = "skills" if kind == "skill" else "memories"
@@ -530,10 +531,9 @@ class Vault:
     def recall(self, query: str, k: int | None = None, namespace: str | None = None, kind: str | None = None,
                include_hidden: bool = False, history: bool = False) -> list[Hit]:
         """The `k` notes that best answer `query` (recall.py); `history` adds superseded ones."""
-        from .recall import engine_for
+        from .recall import engine_for, scope
 
-        scope = True if include_hidden else ("history" if history else False)
-        return engine_for(self).recall(query, k, namespace, kind, scope)
+        return engine_for(self).recall(query, k, namespace, kind, scope(include_hidden, history))
 
     def review(self, limit: int = 20) -> list[Note]:
         """Notes due for confirmation, most at risk first."""
