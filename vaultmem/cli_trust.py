@@ -18,20 +18,17 @@ def conflicts(text, namespace, out, vault_path):
 
     Example: vaultmem conflicts "Staging runs Postgres 16" -n work
     """
+    from .corrections import decide
     from .vault import check_namespace
 
     namespace = check_namespace(namespace)
     vault = _vault(vault_path)
-    related = vault.related(text, namespace)
-    effect = {"duplicate": "recurrence (no new note)", "conflict": "would supersede", "unclear": "would contest"}
-    if not vault.config.check_conflicts:
-        related = []
-    first_conflict = next((r for r in related if r.relation == "conflict"), None)
+    related = vault.related(text, namespace) if vault.config.check_conflicts else []
+    _duplicate, superseded, _contested = decide(related)
     rows, data = [], []
     for item in related:
-        action = effect[item.relation]
-        if item.relation == "conflict" and item is not first_conflict:
-            action = "would contest"  # one memory is superseded per add; the other conflicts are flagged
+        action = ("recurrence (no new note)" if item.relation == "duplicate"
+                  else "would supersede" if item in superseded else "would contest")
         data.append({"id": item.note.id, "relation": item.relation, "action": action, "reason": item.reason,
                      "similarity": round(item.similarity, 4), "text": item.note.summary, "path": item.note.path})
         rows.append([item.note.id, item.relation, action, f"{item.similarity:.2f}", _short(item.reason, 40),

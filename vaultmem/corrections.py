@@ -60,6 +60,17 @@ def related(
     return [r for r in out if r.relation != "compatible"]
 
 
+def decide(related: list[Related]) -> tuple[Related | None, list[Related], list[Related]]:
+    """What an add does with its related memories: (the one it repeats, the one it
+    supersedes, the ones it contests). One memory is superseded per add, the closest
+    clear conflict; other conflicts and the unclear ones are contested."""
+    duplicate = next((r for r in related if r.relation == "duplicate"), None)
+    conflicts = [r for r in related if r.relation == "conflict"]
+    superseded = conflicts[:1]
+    contested = [r for r in related if r.relation == "unclear" or (r.relation == "conflict" and r not in superseded)]
+    return duplicate, superseded, contested
+
+
 def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
     """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
     from .recall import engine_for

@@ -288,6 +288,7 @@ class Vault:
           of the namespace supersedes it; an unclear one marks both contested.
         `session` and `project` say where this happened (provenance.py).
         """
+        from .corrections import contest, decide, supersede
         from .provenance import current_project, current_session
         from .tiers import with_evidence
 
@@ -314,8 +315,10 @@ class Vault:
             # Adds by other processes bump the generation: only then re-read the vault.
             generation = self._read_generation()
             catalog = self.catalog(fresh=generation != self._seen_generation)
+            duplicate, superseded, contested = decide(related)
+            if not supersede:
+                superseded, contested = [], []
             if merge:
-                duplicate = next((r for r in related if r.relation == "duplicate"), None)
                 if duplicate is not None and self.find(duplicate.note.id):
                     def recur(n: Note) -> dict:
                         evidence = with_evidence(n, session, project, now, explicit)
@@ -343,25 +346,17 @@ class Vault:
                 body=body_text + "\n", path=rel, redacted=bool(redacted),
             )
             note = replace(note, **with_evidence(note, session, project, now, explicit))
-            superseded, contested, reasons = [], [], []
-            if supersede:
-                for item in related:
-                    if item.relation == "conflict" and not superseded:
-                        superseded.append(item)
-                    elif item.relation in ("conflict", "unclear"):
-                        contested.append(item)
-                if superseded:
-                    note = replace(note, supersedes=superseded[0].note.link)
-                if contested:
-                    note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
+            reasons = []
+            if superseded:
+                note = replace(note, supersedes=superseded[0].note.link)
+            if contested:
+                note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
             text_out = render(note)
             atomic_write(self.root / rel, text_out)
             self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
             self._note_written(rel)
             self._seen_generation = generation + 1
             (self.state_dir / "add.generation").write_text(str(self._seen_generation))
-            from .corrections import contest, supersede
-
             for item in superseded:
                 supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
