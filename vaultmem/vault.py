@@ -288,7 +288,7 @@ class Vault:
           of the namespace supersedes it; an unclear one marks both contested.
         `session` and `project` say where this happened (provenance.py).
         """
-        from .corrections import contest, decide, supersede
+        from . import corrections
         from .provenance import current_project, current_session
         from .tiers import with_evidence
 
@@ -315,7 +315,7 @@ class Vault:
             # Adds by other processes bump the generation: only then re-read the vault.
             generation = self._read_generation()
             catalog = self.catalog(fresh=generation != self._seen_generation)
-            duplicate, superseded, contested = decide(related)
+            duplicate, superseded, contested = corrections.decide(related)
             if not supersede:
                 superseded, contested = [], []
             if merge:
@@ -358,10 +358,10 @@ class Vault:
             self._seen_generation = generation + 1
             (self.state_dir / "add.generation").write_text(str(self._seen_generation))
             for item in superseded:
-                supersede(self, item.note.id, note, item.reason)
+                corrections.supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
             for item in contested:
-                contest(self, item.note.id, note, item.reason)
+                corrections.contest(self, item.note.id, note, item.reason)
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
