@@ -326,3 +326,14 @@ def test_resolve_keeps_one_side_of_a_contest_or_both(run, vault_dir):
     assert [props(vault_dir, x["path"])["contested"] for x in (c, d)] == [False, False]
     assert [op for op, i in ledger_ops(vault_dir) if i == c["id"]][-1] == "resolve"
     run("verify", "--strict")
+
+
+def test_conflicts_preview_matches_what_add_then_does(run, vault_dir):
+    fridays = run.json("add", "The team deploys on Fridays", "-n", "work")
+    tuesdays = run.json("add", "The team deploys on Tuesdays", "-n", "work", "--no-supersede")
+    preview = {r["id"]: r["action"] for r in run.json("conflicts", "The team deploys on Fridays", "-n", "work")}
+    assert preview == {fridays["id"]: "recurrence (no new note)",
+                       tuesdays["id"]: "nothing (the add is a recurrence)"}
+    added = run.json("add", "The team deploys on Fridays", "-n", "work")
+    assert added["action"] == "recurrence" and added["id"] == fridays["id"]
+    assert props(vault_dir, tuesdays["path"])["status"] == "active"

@@ -24,11 +24,13 @@ def conflicts(text, namespace, out, vault_path):
     namespace = check_namespace(namespace)
     vault = _vault(vault_path)
     related = vault.related(text, namespace) if vault.config.check_conflicts else []
-    _duplicate, superseded, _contested = decide(related)
+    duplicate, superseded, _contested = decide(related)
     rows, data = [], []
     for item in related:
-        action = ("recurrence (no new note)" if item.relation == "duplicate"
-                  else "would supersede" if item in superseded else "would contest")
+        if duplicate is not None:  # the add only records a recurrence of that one
+            action = "recurrence (no new note)" if item is duplicate else "nothing (the add is a recurrence)"
+        else:
+            action = "would supersede" if item in superseded else "would contest"
         data.append({"id": item.note.id, "relation": item.relation, "action": action, "reason": item.reason,
                      "similarity": round(item.similarity, 4), "text": item.note.summary, "path": item.note.path})
         rows.append([item.note.id, item.relation, action, f"{item.similarity:.2f}", _short(item.reason, 40),
