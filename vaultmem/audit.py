@@ -55,15 +55,7 @@ def verify(vault, record: bool = True) -> dict:
                     )
                     recorded.append(problem)
                 elif problem.kind == "missing note":
-                    last = vault.ledger.last(note_id) or {}
-                    vault.ledger.append(
-                        "external-delete",
-                        note_id,
-                        last.get("path", ""),
-                        None,
-                        clock.format_datetime(clock.now()),
-                        {"noticed_by": "verify"},
-                    )
+                    _record_gone(vault, note_id, (vault.ledger.last(note_id) or {}).get("path", ""), "verify")
                     recorded.append(problem)
         return {
             "breaks": [p.as_dict() for p in breaks],
@@ -101,9 +93,13 @@ def record_deletion(vault, rel: str) -> int:
     state = vault.ledger.state()
     gone = [i for i, r in state.last.items() if r.get("path") == rel and r.get("content") is not None]
     living = {n.id for n in vault.catalog(fresh=True).notes}
-    for note_id in gone:
-        if note_id not in living:
-            vault.ledger.append(
-                "external-delete", note_id, rel, None, clock.format_datetime(clock.now()), {"noticed_by": "watcher"}
-            )
-    return sum(1 for i in gone if i not in living)
+    deleted = [note_id for note_id in gone if note_id not in living]
+    for note_id in deleted:
+        _record_gone(vault, note_id, rel, "watcher")
+    return len(deleted)
+
+
+def _record_gone(vault, note_id: str, path: str, noticed_by: str) -> None:
+    """A note deleted by hand, on the ledger (there is no text left to hash)."""
+    vault.ledger.append("external-delete", note_id, path, None, clock.format_datetime(clock.now()),
+                        {"noticed_by": noticed_by})
