@@ -2,7 +2,7 @@
 
 What a benchmark does is always the same: build one fresh vault per haystack
 through the real API (`Vault.add`), pin the clock after the last memory, ask
-each question through `vaultmem.recall.recall` (the function the CLI calls),
+each question through `vaultmem.search.engine.recall` (the function the CLI calls),
 and score where the evidence turns landed. This module holds those steps and
 the metrics, so the two scripts differ only in how they read their data.
 
@@ -35,7 +35,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
 import vaultmem  # noqa: E402
-from vaultmem.recall import recall  # noqa: E402
+from vaultmem.search.engine import recall  # noqa: E402
 from vaultmem.vault import init_vault  # noqa: E402
 
 NAMESPACE_DEFAULT = "bench"
@@ -243,7 +243,7 @@ def warm_up(built: BuiltVault, query: str, top_k: int) -> float:
 
 def ask(built: BuiltVault, group: str, qid: str, category: str, question: str,
         evidence: Sequence[str], top_k: int) -> QueryResult:
-    """One question through `vaultmem.recall.recall`, scored against `evidence` (dataset keys)."""
+    """One question through `vaultmem.search.engine.recall`, scored against `evidence` (dataset keys)."""
     t0 = time.perf_counter()
     hits = recall(built.vault, question, top_k=top_k)
     ms = (time.perf_counter() - t0) * 1000

@@ -433,7 +433,7 @@ def _actions(runs: list[dict]) -> dict:
 def build_child(root: Path, seed: int) -> dict:
     """Indexes for the fresh vault (reusing recall_perf's cached embeddings when they are real), then
     one `verify` that puts the generated notes on the ledger."""
-    from vaultmem.recall import RecallEngine
+    from vaultmem.search.engine import RecallEngine
     from vaultmem.vault import Vault
 
     res: dict = {"reused_vectors": reuse_vectors(root, seed)}
@@ -453,9 +453,9 @@ def reuse_vectors(root: Path, seed: int) -> str:
     sample of it against the model. Returns what happened (for the report)."""
     import numpy as np
 
-    from vaultmem.index.embed import load_embedder
-    from vaultmem.index.vectors import VectorStore, folder_name, text_hash
-    from vaultmem.recall import embed_text
+    from vaultmem.search.embed import load_embedder
+    from vaultmem.search.engine import embed_text
+    from vaultmem.search.vectors import VectorStore, folder_name, text_hash
     from vaultmem.vault import Vault
 
     size = sum(1 for _ in (root / "memories").rglob("*.md")) + sum(1 for _ in (root / "skills").rglob("*.md"))

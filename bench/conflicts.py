@@ -1,4 +1,4 @@
-"""How well `vaultmem.conflicts.classify` labels pairs of memories.
+"""How well `vaultmem.core.conflicts.classify` labels pairs of memories.
 
     python bench/conflicts.py                 # bench/data/conflict_pairs.jsonl
     python bench/conflicts.py --errors        # also list every mislabelled pair
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-from vaultmem.conflicts import classify  # noqa: E402  (after the sys.path insert above)
+from vaultmem.core.conflicts import classify  # noqa: E402  (after the sys.path insert above)
 
 RELATIONS = ("duplicate", "conflict", "unclear", "compatible")
 DEFAULT_DATA = ROOT / "bench" / "data" / "conflict_pairs.jsonl"

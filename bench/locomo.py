@@ -8,7 +8,7 @@ Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
 plus " [image: <caption>]" when an image was shared, created at its session's
 date and time (UTC), source = its dia_id. Every question with evidence is
-asked through `vaultmem.recall.recall(vault, question, top_k)`, the function
+asked through `vaultmem.search.engine.recall(vault, question, top_k)`, the function
 the CLI calls, and scored by the ranks of its evidence turns.
 
 The clock (VAULTMEM_NOW) is pinned to one day after the conversation's last

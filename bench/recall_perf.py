@@ -290,8 +290,8 @@ def _ident(i: int) -> str:
 
 
 def _note_for(i: int, gen: TextGen, base: datetime):
-    from vaultmem.model import Note
-    from vaultmem.note import skill_body, slugify
+    from vaultmem.core.model import Note
+    from vaultmem.core.note import skill_body, slugify
 
     r = gen.rng
     created = base + timedelta(minutes=r.randint(0, 2 * 365 * 24 * 60))
@@ -385,9 +385,9 @@ def generate_vault(root: Path, size: int, seed: int) -> None:
 
 
 def _write_chunk(root: str, seed: int, start: int, stop: int) -> None:
-    import vaultmem.note as note_mod
+    import vaultmem.core.note as note_mod
     from vaultmem.clock import parse_datetime
-    from vaultmem.note import render
+    from vaultmem.core.note import render
 
     note_mod._plain_is_safe = _fast_plain_is_safe(note_mod._plain_is_safe)
     gen = TextGen(seed + 1009 * (start // GEN_CHUNK))
@@ -434,9 +434,9 @@ def seed_vectors(root: Path, seed: int) -> dict:
     """
     import numpy as np
 
-    from vaultmem.index.embed import load_embedder
-    from vaultmem.index.vectors import VectorStore, folder_name, text_hash
-    from vaultmem.recall import RecallEngine, embed_text
+    from vaultmem.search.embed import load_embedder
+    from vaultmem.search.engine import RecallEngine, embed_text
+    from vaultmem.search.vectors import VectorStore, folder_name, text_hash
     from vaultmem.vault import Vault
 
     vault = Vault(root)
@@ -613,7 +613,7 @@ def pct(values: list[float], p: float) -> float:
 
 def inproc_child(root: Path, seed: int, out_file: Path) -> None:
     """In-process measurements for one vault (run in a child: its ru_maxrss is this vault's)."""
-    from vaultmem.recall import RecallEngine
+    from vaultmem.search.engine import RecallEngine
     from vaultmem.vault import Vault
 
     res: dict = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vaultmem.cli import cli
+from vaultmem.cli.main import cli
 from vaultmem.vault import Vault, init_vault
 
 T0 = "2026-01-05T09:00:00"

@@ -2,7 +2,7 @@
 
 The metric tests replace `recall` with a scripted ranking, so the expected
 figures can be checked by hand and do not depend on the model; the smoke
-tests run the real `vaultmem.recall.recall` end to end and check only shape.
+tests run the real `vaultmem.search.engine.recall` end to end and check only shape.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def locomo_dir(tmp_path) -> Path:
 
 
 def scripted_recall(script: dict, seen_now: list | None = None):
-    """A stand-in for vaultmem.recall.recall returning notes in a scripted order of sources."""
+    """A stand-in for vaultmem.search.engine.recall returning notes in a scripted order of sources."""
 
     def fake(vault, query, top_k=None, **_kw):
         if seen_now is not None:
@@ -211,7 +211,7 @@ def test_longmemeval_clock_and_dates():
 
 
 def test_both_benchmarks_with_the_real_recall(locomo_dir, capsys):
-    """End to end through vaultmem.recall.recall: shape only, not quality."""
+    """End to end through vaultmem.search.engine.recall: shape only, not quality."""
     lme = longmemeval.main([str(FIXTURE), "--limit", "2"])
     assert lme["rows"]["overall"]["n"] == 2
     lo = locomo.main(["--data", str(locomo_dir)])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from vaultmem.capture import observations
-from vaultmem.cli import cli
+from vaultmem.cli.main import cli
+from vaultmem.core.capture import observations
 from vaultmem.integrations.claude_code import run_hook
 from vaultmem.integrations.claude_settings import (
     BACKUP_SUFFIX,
@@ -225,7 +225,7 @@ def test_session_start_starts_a_watcher_so_each_prompt_recalls_fast(filled, tmp_
     import signal
     import time
 
-    from vaultmem.server import ask
+    from vaultmem.service.server import ask
 
     hook("session-start", base("SessionStart", tmp_path, source="startup"), filled,
          VAULTMEM_AUTOWATCH="on", VAULTMEM_NO_SERVER="")

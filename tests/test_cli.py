@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.cli import cli
+from vaultmem.cli.main import cli
 
 from .conftest import run_process
 
@@ -187,7 +187,7 @@ def test_help_works_for_commands(command):
 
 
 def test_a_write_does_not_rewrite_the_whole_catalog_cache_yet_every_read_sees_it(run, vault_dir):
-    from vaultmem.catalog import SAVE_AFTER
+    from vaultmem.store.catalog import SAVE_AFTER
 
     folder = vault_dir / "memories" / "x"
     folder.mkdir(parents=True)

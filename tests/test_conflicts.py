@@ -1,4 +1,4 @@
-"""vaultmem.conflicts.classify: duplicate / conflict / unclear / compatible for two memory texts.
+"""vaultmem.core.conflicts.classify: duplicate / conflict / unclear / compatible for two memory texts.
 
 The pairs here are kept different from bench/data/conflict_pairs.jsonl (the bench
 measures the rules on pairs they were not written against).
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem import conflicts
-from vaultmem.conflicts import Verdict, classify
+from vaultmem.core import conflicts
+from vaultmem.core.conflicts import Verdict, classify
 
 D, C, U, P = "duplicate", "conflict", "unclear", "compatible"
 

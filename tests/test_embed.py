@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
+from vaultmem.search import embed
 
-from vaultmem.index import embed
-from vaultmem.index.embed import (
+from vaultmem.search.embed import (
     DEFAULT_NAME,
     Embedder,
     ModelUnavailable,
@@ -34,7 +34,7 @@ def cos(a, b):
 
 def test_import_does_not_load_onnxruntime_or_tokenizers():
     code = (
-        "import sys, vaultmem.index.embed; "
+        "import sys, vaultmem.search.embed; "
         "print(any(m in sys.modules for m in ('onnxruntime', 'tokenizers')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,7 +7,7 @@ import difflib
 import pytest
 import yaml
 
-from vaultmem.note import KEY_ORDER, parse, render, split_frontmatter
+from vaultmem.core.note import KEY_ORDER, parse, render, split_frontmatter
 
 from .conftest import T0
 

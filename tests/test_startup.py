@@ -15,9 +15,9 @@ def imported_modules(code: str) -> set[str]:
 
 
 def test_help_and_recall_client_import_nothing_heavy():
-    code = ("import sys; from vaultmem.cli import main\n"
+    code = ("import sys; from vaultmem.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "from vaultmem.server import ask; from vaultmem.discovery import discover")
+            "from vaultmem.service.server import ask; from vaultmem.store.discovery import discover")
     loaded = imported_modules(code)
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -43,7 +43,7 @@ def test_every_public_name_resolves_and_the_api_covers_the_cli_operations():
 
 
 def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
-    from vaultmem.entry import parse_recall
+    from vaultmem.cli.entry import parse_recall
 
     parsed = parse_recall(["--vault", "/v", "recall", "how do we deploy", "-k", "3", "--json", "--namespace=work"])
     assert parsed["query"] == "how do we deploy" and parsed["top_k"] == 3 and parsed["namespace"] == "work"
@@ -55,8 +55,8 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
 
 def test_fast_recall_client_imports_nothing_heavy():
     code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
-            "from vaultmem.entry import parse_recall; from vaultmem.server import ask; "
-            "from vaultmem.output import print_recall")
+            "from vaultmem.cli.entry import parse_recall; from vaultmem.service.server import ask; "
+            "from vaultmem.cli.output import print_recall")
     loaded = imported_modules(code)
     assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))
 

@@ -7,8 +7,8 @@ import unicodedata
 
 import yaml
 
-from vaultmem.ledger import content_hash
-from vaultmem.note import split_frontmatter
+from vaultmem.core.note import split_frontmatter
+from vaultmem.store.ledger import content_hash
 from vaultmem.vault import Vault
 
 

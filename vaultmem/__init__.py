@@ -6,7 +6,7 @@
     hits = vault.recall("postgres on staging", k=3)
     vault.grade(added.note.id, "good")
 
-Names are imported on first use, so `import vaultmem.cli` (run on every agent
+Names are imported on first use, so `import vaultmem.cli.main` (run on every agent
 prompt) does not pay for YAML, FSRS or the indexes it may not need.
 """
 
@@ -20,14 +20,14 @@ _EXPORTS = {
     "NotFound": "errors",
     "VaultmemError": "errors",
     "SecretFound": "errors",
-    "Note": "model",
+    "Note": "core.model",
     "Added": "vault",
-    "Related": "corrections",
+    "Related": "ops.corrections",
     "Vault": "vault",
     "init_vault": "vault",
-    "Hit": "recall",
-    "RecallEngine": "recall",
-    "PromptBlock": "prompt",
+    "Hit": "search.engine",
+    "RecallEngine": "search.engine",
+    "PromptBlock": "core.prompt",
 }
 
 __all__ = sorted(_EXPORTS)

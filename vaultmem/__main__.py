@@ -1,5 +1,5 @@
 """`python -m vaultmem` runs the CLI."""
 
-from .entry import main
+from vaultmem.cli.entry import main
 
 main()

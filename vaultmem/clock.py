@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from datetime import date, datetime, timezone
 
-from .errors import BadInput
+from vaultmem.errors import BadInput
 
 STORED_FORMAT = "%Y-%m-%dT%H:%M:%S"
 

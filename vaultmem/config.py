@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from .errors import BadInput
+from vaultmem.errors import BadInput
 
 
 @dataclass(frozen=True)

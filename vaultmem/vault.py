@@ -18,23 +18,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from . import clock
-from .catalog import Catalog, refresh
-from .config import Config, load_config
-from .discovery import STATE_DIR, default_vault_path, discover
-from .errors import BadInput, ConflictError, NoteError, NotFound
-from .files import append_jsonl, atomic_write, read_text, rewrite_and_move
-from .lifecycle import DecayStep, plan_decay
-from .model import TIERS, Note
-from .note import parse, render, skill_body, slugify
-from .schedule import grade as schedule_grade
-from .schedule import parse_rating
-from .template import init_vault
+from vaultmem import clock
+from vaultmem.config import Config, load_config
+from vaultmem.core.lifecycle import DecayStep, plan_decay
+from vaultmem.core.model import TIERS, Note
+from vaultmem.core.note import parse, render, skill_body, slugify
+from vaultmem.core.schedule import grade as schedule_grade
+from vaultmem.core.schedule import parse_rating
+from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound
+from vaultmem.store.catalog import Catalog, refresh
+from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
+from vaultmem.store.files import append_jsonl, atomic_write, read_text, rewrite_and_move
+from vaultmem.store.template import init_vault
 
 if TYPE_CHECKING:
-    from .corrections import Related
-    from .prompt import PromptBlock
-    from .recall import Hit
+    from vaultmem.core.prompt import PromptBlock
+    from vaultmem.ops.corrections import Related
+    from vaultmem.search.engine import Hit
 
 ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -109,7 +109,7 @@ class Vault:
     def ledger(self):
         """The hash chain of every change (`.vaultmem/ledger.jsonl`, committed with the vault)."""
         if self._ledger is None:
-            from .ledger import Ledger
+            from vaultmem.store.ledger import Ledger
 
             self._ledger = Ledger(self.state_dir / "ledger.jsonl", self.cache_dir / "ledger.pickle")
         return self._ledger
@@ -120,7 +120,7 @@ class Vault:
 
     def _record_unseen_edit(self, note: Note, text: str, noticed_by: str) -> None:
         """Before vaultmem rewrites a note, record a change made by hand since its last record."""
-        from .ledger import content_hash
+        from vaultmem.store.ledger import content_hash
 
         last = self.ledger.last(note.id)
         if last is None or last.get("content") != content_hash(text):
@@ -183,7 +183,7 @@ class Vault:
 
     def _note_written(self, rel: str) -> None:
         """Update the in-memory catalog for one file vaultmem just wrote (no full rescan)."""
-        from .catalog import refresh_paths
+        from vaultmem.store.catalog import refresh_paths
 
         if self._catalog is not None:
             self._catalog, _ = refresh_paths(self.root, self._catalog, [rel], self.read_note)
@@ -288,9 +288,9 @@ class Vault:
           of the namespace supersedes it; an unclear one marks both contested.
         `session` and `project` say where this happened (provenance.py).
         """
-        from . import corrections
-        from .provenance import current_project, current_session
-        from .tiers import with_evidence
+        from vaultmem.core.tiers import with_evidence
+        from vaultmem.ops import corrections
+        from vaultmem.ops.provenance import current_project, current_session
 
         namespace = check_namespace(namespace)
         body_text = (text or "").strip()
@@ -369,8 +369,8 @@ class Vault:
     def screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
         """Pass text through the redaction filter with this vault's policy: raise
         SecretFound, or with `redact` return (masked text, kinds masked)."""
-        from .errors import SecretFound
-        from .redact import Policy, describe, mask, scan
+        from vaultmem.core.redact import Policy, describe, mask, scan
+        from vaultmem.errors import SecretFound
 
         findings = scan(text, Policy(emails=self.config.redact_emails, phones=self.config.redact_phones))
         if not findings:
@@ -384,7 +384,7 @@ class Vault:
                 created: datetime | None = None) -> list[Related]:
         """Memories of `namespace` on the same subject as `text`, each with its relation
         (duplicate, conflict or unclear), closest first (corrections.py)."""
-        from .corrections import related
+        from vaultmem.ops.corrections import related
 
         return related(self, text, namespace, kind, limit, created)
 
@@ -402,8 +402,8 @@ class Vault:
               session: str | None = None, project: str | None = None) -> Note:
         """Record a review: FSRS update, strength, leech check, a review-log line, and
         for good/easy one more act of evidence for promotion (tiers.py)."""
-        from .provenance import current_project, current_session
-        from .tiers import with_evidence
+        from vaultmem.core.tiers import with_evidence
+        from vaultmem.ops.provenance import current_project, current_session
 
         rating = parse_rating(rating)
         now = clock.now()
@@ -526,19 +526,19 @@ class Vault:
     def recall(self, query: str, k: int | None = None, namespace: str | None = None, kind: str | None = None,
                include_hidden: bool = False, history: bool = False) -> list[Hit]:
         """The `k` notes that best answer `query` (recall.py); `history` adds superseded ones."""
-        from .recall import engine_for, scope
+        from vaultmem.search.engine import engine_for, scope
 
         return engine_for(self).recall(query, k, namespace, kind, scope(include_hidden, history))
 
     def review(self, limit: int = 20) -> list[Note]:
         """Notes due for confirmation, most at risk first."""
-        from .lifecycle import due_for_review
+        from vaultmem.core.lifecycle import due_for_review
 
         return [n for n, _r in due_for_review(self.notes(), clock.now(), self.config)[:limit]]
 
     def prompt(self, max_tokens: int = 1500, namespace: str | None = None) -> PromptBlock:
         """The context block for an agent's session start (prompt.py)."""
-        from .prompt import prompt_lines, render_prompt
+        from vaultmem.core.prompt import prompt_lines, render_prompt
 
         return render_prompt(prompt_lines(self.notes(), clock.now(), self.config, namespace), max_tokens)
 
@@ -548,14 +548,14 @@ class Vault:
                 session: str | None = None, project: str | None = None) -> Added:
         """Replace a wrong memory: grade it `again`, add the right one, supersede the wrong one
         (corrections.py)."""
-        from .corrections import correct
+        from vaultmem.ops.corrections import correct
 
         return correct(self, note_id, text, reason, session=session, project=project)
 
     def resolve(self, keep_id: str, both: bool = False) -> list[str]:
         """Settle a contest: `keep_id` supersedes the memories it was contested with, or
         with `both` they all hold; returns the other ids (corrections.py)."""
-        from .corrections import resolve
+        from vaultmem.ops.corrections import resolve
 
         return resolve(self, keep_id, both)
 
@@ -563,7 +563,7 @@ class Vault:
         """Where a memory came from: its source, the evidence that promoted it,
         its supersede/contest links, and every recorded change and grade.
         `ref` is an id, or a claim (the best-matching memory, superseded ones included)."""
-        from .trust import explain
+        from vaultmem.core.trust import explain
 
         matches = self.find(ref)
         if matches:
@@ -585,13 +585,13 @@ class Vault:
     def promote(self, adopt: bool = False) -> list[dict]:
         """Stage the promotions evidence has earned for a person to review, or with
         `adopt` apply the staged ones that still hold (promotion.py)."""
-        from .promotion import promote
+        from vaultmem.ops.promotion import promote
 
         return promote(self, adopt)
 
     def set_tier(self, note_id: str, tier: str, reason: str = "set by hand") -> Note:
         """Promote or demote one memory explicitly: a person's call, not evidence."""
-        from .promotion import set_tier
+        from vaultmem.ops.promotion import set_tier
 
         return set_tier(self, note_id, tier, reason)
 
@@ -600,13 +600,13 @@ class Vault:
     def verify(self, record: bool = True) -> dict:
         """Walk the ledger's chain and compare every note with its last record; with
         `record`, put changes made by hand on the ledger (audit.py)."""
-        from .audit import verify
+        from vaultmem.ops.audit import verify
 
         return verify(self, record)
 
     def record_external_edits(self, paths: Iterable[str]) -> int:
         """Record hand edits and deletions of `paths` (the watcher's events) on the ledger."""
-        from .audit import record_external_edits
+        from vaultmem.ops.audit import record_external_edits
 
         return record_external_edits(self, paths)
 
@@ -618,7 +618,7 @@ class Vault:
         Refuses a path outside the note folders and an existing file with
         different text; an identical existing file is left as it is.
         """
-        from .catalog import is_note_path
+        from vaultmem.store.catalog import is_note_path
 
         rel = rel.replace("\\", "/").lstrip("/")
         if ".." in rel.split("/") or not is_note_path(rel):
@@ -640,7 +640,7 @@ class Vault:
 
 def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, stale_after_days) -> dict:
     """Decay re-planned on the file as it is under the lock (it may have been edited)."""
-    from .lifecycle import decay_step
+    from vaultmem.core.lifecycle import decay_step
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}

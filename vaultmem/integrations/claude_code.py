@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .command_check import check_command, default_namespace
+from vaultmem.integrations.command_check import check_command, default_namespace
 
 HOOK_THREAD = "vaultmem-hook"
 MAX_CONTEXT_CHARS = 8000  # Claude Code cuts additionalContext at ~10,000 characters
@@ -95,8 +95,8 @@ class _Run:
 
     def vault(self):
         """The vault: --vault, $VAULTMEM_VAULT, the session folder's, or the default one (made on first use)."""
-        from ..discovery import default_vault_path, discover_root
-        from ..vault import Vault
+        from vaultmem.store.discovery import default_vault_path, discover_root
+        from vaultmem.vault import Vault
 
         root = discover_root(self.vault_path, cwd=self.cwd)
         is_default = not self.vault_path and not os.environ.get("VAULTMEM_VAULT") and root == str(default_vault_path())
@@ -109,7 +109,7 @@ class _Run:
         try:
             root = self.root
             if root is None:
-                from ..discovery import STATE_DIR, discover_root
+                from vaultmem.store.discovery import STATE_DIR, discover_root
 
                 found = discover_root(self.vault_path, cwd=self.cwd)
                 if not os.path.isdir(os.path.join(found, STATE_DIR)):
@@ -119,7 +119,7 @@ class _Run:
             path = folder / "hooks.log"
             if path.exists() and path.stat().st_size > 1_000_000:
                 os.replace(path, folder / "hooks.log.1")
-            from .. import clock
+            from vaultmem import clock
 
             stamp = clock.format_datetime(clock.now())
             line = " ".join(message.split())[:2000]
@@ -131,7 +131,7 @@ class _Run:
 
 def hooks_dir(root: Path) -> Path:
     """`.vaultmem/hooks/` of a vault: the hooks' log and capture state, ignored by git."""
-    from ..discovery import STATE_DIR
+    from vaultmem.store.discovery import STATE_DIR
 
     folder = Path(root) / STATE_DIR / "hooks"
     folder.mkdir(parents=True, exist_ok=True)
@@ -297,7 +297,7 @@ def start_watcher(root: Path, env: Mapping[str, str]) -> bool:
     """
     import subprocess
 
-    from ..server import ask
+    from vaultmem.service.server import ask
 
     if str(env.get("VAULTMEM_AUTOWATCH", "")).strip().lower() in OFF_VALUES or env.get("VAULTMEM_NO_SERVER"):
         return False
@@ -328,8 +328,8 @@ def user_prompt_submit(run: _Run) -> dict | None:
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
     """Recall through the vault's watcher when one runs (no model load), else in-process."""
-    from ..discovery import discover_root
-    from ..entry import ask_watcher
+    from vaultmem.cli.entry import ask_watcher
+    from vaultmem.store.discovery import discover_root
 
     answer = ask_watcher(discover_root(run.vault_path, cwd=run.cwd), query, RECALL_K)
     if answer is not None:
@@ -363,9 +363,9 @@ def capture(run: _Run) -> None:
     """Add what the new part of the transcript holds worth remembering; nothing is printed."""
     from filelock import FileLock
 
-    from ..capture import observations
-    from ..errors import VaultmemError
-    from ..provenance import current_project
+    from vaultmem.core.capture import observations
+    from vaultmem.errors import VaultmemError
+    from vaultmem.ops.provenance import current_project
 
     transcript = run.payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript.strip():
@@ -439,7 +439,7 @@ def _read_state(path: Path, transcript: Path) -> tuple[int, int]:
 
 
 def _write_state(path: Path, transcript: Path, position: tuple[int, int]) -> None:
-    from ..files import atomic_write
+    from vaultmem.store.files import atomic_write
 
     offset, line = position
     atomic_write(path, json.dumps({"transcript": str(transcript), "offset": offset, "line": line}) + "\n")

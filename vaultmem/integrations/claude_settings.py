@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .claude_code import HOOKS, HookSpec
+from vaultmem.integrations.claude_code import HOOKS, HookSpec
 
 BACKUP_SUFFIX = ".vaultmem-backup"
 
@@ -72,7 +72,7 @@ def is_ours(command) -> bool:
 
 
 def _bad_settings(message: str):
-    from ..errors import BadInput
+    from vaultmem.errors import BadInput
 
     return BadInput(message)
 
@@ -217,7 +217,7 @@ class SettingsChange:
 
 
 def _apply(path: Path, change: Callable[[dict], dict], dry_run: bool) -> SettingsChange:
-    from ..files import atomic_write
+    from vaultmem.store.files import atomic_write
 
     path = Path(path).expanduser()
     settings, old_text = read_settings(path)

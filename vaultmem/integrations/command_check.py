@@ -100,7 +100,7 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
     """Check vaultmem arguments against the real command tree; a reason to deny, or None."""
     import click
 
-    from ..cli import cli
+    from vaultmem.cli.main import cli
 
     if not args or any(a in ("-h", "--help", "--version") for a in args):
         return None
@@ -156,7 +156,7 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
 
 
 def _command_at(path: list[str]):
-    from ..cli import cli
+    from vaultmem.cli.main import cli
 
     command = cli
     for name in path[1:]:
@@ -200,7 +200,7 @@ def _example(command) -> str:
 
 def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """Where captured memories go: `$VAULTMEM_NAMESPACE`, else `projects/<project>`, else `inbox`."""
-    from ..provenance import current_project
+    from vaultmem.ops.provenance import current_project
 
     env = os.environ if env is None else env
     given = (env.get("VAULTMEM_NAMESPACE") or "").strip().strip("/")

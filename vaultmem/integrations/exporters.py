@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ..clock import format_datetime
-from ..errors import BadInput, NoteError
-from ..files import atomic_write, read_text
-from ..note import split_frontmatter
+from vaultmem.clock import format_datetime
+from vaultmem.core.note import split_frontmatter
+from vaultmem.errors import BadInput, NoteError
+from vaultmem.store.files import atomic_write, read_text
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
 

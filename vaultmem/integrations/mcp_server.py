@@ -52,8 +52,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from .. import clock
-from ..errors import (
+from vaultmem import clock
+from vaultmem.errors import (
     BadInput,
     ConflictError,
     ModelUnavailable,
@@ -140,7 +140,7 @@ def _choice(value: str | None, name: str, allowed) -> str | None:
 
 def _plain(data):
     """JSON-able data: datetimes as text, tuples as lists."""
-    from ..output import to_json
+    from vaultmem.cli.output import to_json
 
     return json.loads(to_json(data))
 
@@ -170,7 +170,7 @@ class VaultTools:
         return clock.now()
 
     def note(self, note, extra: dict | None = None) -> dict:
-        from ..present import note_dict
+        from vaultmem.core.present import note_dict
 
         return note_dict(note, self.now(), self.vault.config, extra)
 
@@ -180,7 +180,7 @@ class VaultTools:
                 "reason": result.reason or "", "redacted": list(result.redacted)}
 
     def engine(self):
-        from ..recall import engine_for
+        from vaultmem.search.engine import engine_for
 
         return engine_for(self.vault)
 
@@ -261,7 +261,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         and label (fresh, fading, weak...). After using a hit, grade it by id. Never writes."""
         _count(k, "k", 1, MAX_RESULTS)
         kind = _choice(kind, "kind", ("memory", "skill"))
-        from ..present import hit_dicts
+        from vaultmem.core.present import hit_dicts
 
         hits = hit_dicts(tools.vault.recall(query, k=k, namespace=namespace or None, kind=kind,
                                             include_hidden=include_hidden, history=history),
@@ -403,7 +403,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
 
 def serve(vault_path=None, warm: bool = True) -> None:
     """Open the vault (as the CLI would) and serve MCP over stdin/stdout until stdin closes."""
-    from ..vault import Vault
+    from vaultmem.vault import Vault
 
     vault = Vault.open(vault_path)
     server, tools = build_server(vault)

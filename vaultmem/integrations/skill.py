@@ -12,14 +12,14 @@ import os
 import re
 from pathlib import Path
 
-from .command_check import synopsis
+from vaultmem.integrations.command_check import synopsis
 
 
 def skill_text() -> str:
     """SKILL.md: when to recall, how to grade, and the exact syntax of the commands it names."""
     from importlib.resources import files
 
-    from ..cli import cli
+    from vaultmem.cli.main import cli
 
     template = files("vaultmem.integrations").joinpath("SKILL.md").read_text(encoding="utf-8")
     lines = []
@@ -35,8 +35,8 @@ def install_skill(folder: str | os.PathLike, force: bool = False) -> tuple[Path,
 
     Returns (path, changed). A SKILL.md that is not vaultmem's is kept unless `force`.
     """
-    from ..errors import BadInput
-    from ..files import atomic_write
+    from vaultmem.errors import BadInput
+    from vaultmem.store.files import atomic_write
 
     folder = Path(folder).expanduser()
     if folder.name == "skills":

@@ -32,10 +32,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...errors import BadInput, NotFound
-from .agent_brain import read_agent_brain
-from .agentmemory_sr import read_agentmemory_sr
-from .base import (
+from vaultmem.errors import BadInput, NotFound
+from vaultmem.integrations.importers.agent_brain import read_agent_brain
+from vaultmem.integrations.importers.agentmemory_sr import read_agentmemory_sr
+from vaultmem.integrations.importers.base import (
     BULLET_FILES,
     MARKDOWN_SUFFIXES,
     MAX_FILE_BYTES,
@@ -43,17 +43,17 @@ from .base import (
     Record,
     clean_namespace,
 )
-from .claude_md import read_claude_md
-from .common import (
+from vaultmem.integrations.importers.claude_md import read_claude_md
+from vaultmem.integrations.importers.common import (
     _first_json_line,
     _frontmatter_of,
     _is_sqlite,
     _markdown_files,
     _tables,
 )
-from .markdown import read_markdown
-from .skillmem import _is_skillmem, read_skillmem
-from .vaultmem_export import read_jsonl
+from vaultmem.integrations.importers.markdown import read_markdown
+from vaultmem.integrations.importers.skillmem import _is_skillmem, read_skillmem
+from vaultmem.integrations.importers.vaultmem_export import read_jsonl
 
 FORMATS = ("agentmemory-sr", "skillmem", "agent-brain", "markdown", "claude-md", "jsonl")
 

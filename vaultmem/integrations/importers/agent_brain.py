@@ -19,8 +19,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...errors import BadInput
-from .base import (
+from vaultmem.errors import BadInput
+from vaultmem.integrations.importers.base import (
     MAX_FILE_BYTES,
     SQLITE_SUFFIXES,
     Incoming,
@@ -28,7 +28,7 @@ from .base import (
     Skip,
     clean_namespace,
 )
-from .common import (
+from vaultmem.integrations.importers.common import (
     _columns,
     _connect,
     _is_sqlite,

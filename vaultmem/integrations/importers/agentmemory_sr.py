@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...errors import BadInput
-from .base import MAX_FILE_BYTES, Incoming, Record, Skip, clean_namespace
-from .common import _columns, _connect, _text, _when
+from vaultmem.errors import BadInput
+from vaultmem.integrations.importers.base import MAX_FILE_BYTES, Incoming, Record, Skip, clean_namespace
+from vaultmem.integrations.importers.common import _columns, _connect, _text, _when
 
 
 def read_agentmemory_sr(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Record]:

@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...errors import NoteError
-from ...files import read_text
-from ...note import slugify, split_frontmatter
-from .base import BULLET_FILES, MAX_FILE_BYTES, Incoming, Record, Skip
-from .common import _markdown_files, _reason
+from vaultmem.core.note import slugify, split_frontmatter
+from vaultmem.errors import NoteError
+from vaultmem.integrations.importers.base import BULLET_FILES, MAX_FILE_BYTES, Incoming, Record, Skip
+from vaultmem.integrations.importers.common import _markdown_files, _reason
+from vaultmem.store.files import read_text
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^(\s*)(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?(.*)$")

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import yaml
 
-from ...clock import parse_datetime
-from ...errors import BadInput, NoteError
-from ...files import read_text
-from ...note import split_frontmatter
-from .base import MARKDOWN_SUFFIXES, MAX_FILE_BYTES
+from vaultmem.clock import parse_datetime
+from vaultmem.core.note import split_frontmatter
+from vaultmem.errors import BadInput, NoteError
+from vaultmem.integrations.importers.base import MARKDOWN_SUFFIXES, MAX_FILE_BYTES
+from vaultmem.store.files import read_text
 
 
 def _markdown_files(path: Path) -> Iterator[tuple[Path, str]]:

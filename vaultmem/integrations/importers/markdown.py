@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...errors import BadInput, NoteError
-from ...files import read_text
-from ...model import TYPES
-from .base import (
+from vaultmem.core.model import TYPES
+from vaultmem.errors import BadInput, NoteError
+from vaultmem.integrations.importers.base import (
     BULLET_FILES,
     MAX_FILE_BYTES,
     Incoming,
@@ -29,9 +28,10 @@ from .base import (
     Skip,
     clean_namespace,
 )
-from .claude_md import read_claude_md
-from .common import _list, _markdown_files, _reason, _split, _status, _when, _with_title
-from .skillmem import _is_skillmem, read_skillmem
+from vaultmem.integrations.importers.claude_md import read_claude_md
+from vaultmem.integrations.importers.common import _list, _markdown_files, _reason, _split, _status, _when, _with_title
+from vaultmem.integrations.importers.skillmem import _is_skillmem, read_skillmem
+from vaultmem.store.files import read_text
 
 
 def read_markdown(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Record]:

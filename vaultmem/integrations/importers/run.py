@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...errors import BadInput, SecretFound, VaultmemError
-from . import default_namespace, read
-from .base import Incoming, Restore, Skip, clean_namespace
+from vaultmem.errors import BadInput, SecretFound, VaultmemError
+from vaultmem.integrations.importers import default_namespace, read
+from vaultmem.integrations.importers.base import Incoming, Restore, Skip, clean_namespace
 
 
 @dataclass
@@ -68,8 +68,8 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     properties) are restored byte for byte; one that exists with other text is a
     conflict and is left alone. Nothing is written with `dry_run`.
     """
-    from ...vault import check_namespace
-    from ..exporters import NoteIndex, restore_file
+    from vaultmem.integrations.exporters import NoteIndex, restore_file
+    from vaultmem.vault import check_namespace
 
     source_path = Path(os.path.expanduser(str(path))).resolve()
     base = check_namespace(namespace) if namespace else ""
@@ -106,7 +106,7 @@ def _known_texts(vault) -> dict[tuple, str]:
 
 def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, seen: dict, report: Report,
              dry_run: bool, redact: bool) -> None:
-    from ...vault import check_namespace
+    from vaultmem.vault import check_namespace
 
     text = record.text.strip()
     if not text:

@@ -20,10 +20,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ...errors import BadInput, NoteError
-from ...files import read_text
-from ...note import skill_body
-from .base import (
+from vaultmem.core.note import skill_body
+from vaultmem.errors import BadInput, NoteError
+from vaultmem.integrations.importers.base import (
     MAX_FILE_BYTES,
     SQLITE_SUFFIXES,
     Incoming,
@@ -31,7 +30,7 @@ from .base import (
     Skip,
     clean_namespace,
 )
-from .common import (
+from vaultmem.integrations.importers.common import (
     _columns,
     _connect,
     _is_sqlite,
@@ -44,6 +43,7 @@ from .common import (
     _when,
     _with_title,
 )
+from vaultmem.store.files import read_text
 
 _SKILL_LINE = re.compile(r"^\*\*(trigger|steps|outcome|lessons):\*\*\s?(.*)$", re.IGNORECASE)
 

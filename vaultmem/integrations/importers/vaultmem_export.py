@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from .base import MAX_FILE_BYTES, Record, Restore, Skip
-from .common import _read_raw
+from vaultmem.integrations.importers.base import MAX_FILE_BYTES, Record, Restore, Skip
+from vaultmem.integrations.importers.common import _read_raw
 
 
 def read_jsonl(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Record]:

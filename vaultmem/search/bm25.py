@@ -16,7 +16,7 @@ import shutil
 from functools import lru_cache
 from pathlib import Path
 
-from ..model import Note
+from vaultmem.core.model import Note
 
 SCHEMA_VERSION = 4
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}

@@ -6,9 +6,9 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from .config import DEFAULT_CONFIG_TEXT
-from .discovery import STATE_DIR
-from .files import atomic_write
+from vaultmem.config import DEFAULT_CONFIG_TEXT
+from vaultmem.store.discovery import STATE_DIR
+from vaultmem.store.files import atomic_write
 
 
 def init_vault(root: Path) -> list[str]:

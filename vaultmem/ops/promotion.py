@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 
-from . import clock
-from .errors import BadInput, NoteError, NotFound
-from .files import atomic_write
-from .model import TIERS, Note
+from vaultmem import clock
+from vaultmem.core.model import TIERS, Note
+from vaultmem.errors import BadInput, NoteError, NotFound
+from vaultmem.store.files import atomic_write
 
 
 def promote(vault, adopt: bool = False) -> list[dict]:
     """Plan promotions (tiers.py) and stage them for a person to review, or
     with `adopt` apply the staged ones whose evidence still holds."""
-    from .tiers import next_tier, plan_promotions
+    from vaultmem.core.tiers import next_tier, plan_promotions
 
     now = clock.now()
     with vault.write_lock():

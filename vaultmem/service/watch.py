@@ -17,7 +17,7 @@ import os
 import threading
 import time
 
-from .catalog import NOTE_FOLDERS, is_note_path
+from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
 
 DEBOUNCE = 0.15
 MAX_DELAY = 0.5
@@ -87,8 +87,8 @@ class ChangeCollector:
 def request_handler(engine):
     """What the recall service answers: `ping`, `recall` with the CLI's options, and
     `similar` (an add's search for memories it repeats or contradicts)."""
-    from . import clock
-    from .present import hit_dicts
+    from vaultmem import clock
+    from vaultmem.core.present import hit_dicts
 
     def handle(request: dict) -> dict:
         op = request.get("op")

@@ -10,7 +10,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .errors import NoteError
+from vaultmem.errors import NoteError
 
 
 def atomic_write(path: Path, text: str) -> None:

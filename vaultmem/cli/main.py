@@ -9,136 +9,28 @@ that need them, so `vaultmem --help` and light commands start fast.
 
 from __future__ import annotations
 
-import functools
-import os
 import sys
 from datetime import datetime
 
 import click
 
-from .errors import EXIT_BAD_INPUT, VaultmemError
-
-INTERNAL_ERROR = 70
-
-
-class VaultmemGroup(click.Group):
-    """Turns vaultmem's errors into one line and its exit code, never a traceback."""
-
-    def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except VaultmemError as exc:
-            _fail(ctx, str(exc), exc.exit_code)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except KeyboardInterrupt:
-            _fail(ctx, "interrupted", 130)
-        except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
-            if os.environ.get("VAULTMEM_DEBUG"):
-                raise
-            _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
-                  INTERNAL_ERROR)
-
-
-def _fail(ctx, message: str, code: int):
-    if not _quiet(ctx):
-        click.echo(f"vaultmem: {message}", err=True)
-    ctx.exit(code)
-
-
-def _quiet(ctx) -> bool:
-    while ctx is not None:
-        if ctx.params.get("quiet"):
-            return True
-        ctx = ctx.parent
-    return False
-
-
-def common(func):
-    """--vault, --json and -q on every command (also accepted before the command)."""
-    @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None,
-                  help="The vault folder (default: $VAULTMEM_VAULT, the nearest folder with .vaultmem/, "
-                       "or the user's default vault).")
-    @click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
-    @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says how it went.")
-    @functools.wraps(func)
-    def wrapper(*args, vault_path=None, as_json=False, quiet=False, **kwargs):
-        ctx = click.get_current_context()
-        parent = ctx.parent.params if ctx.parent else {}
-        out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
-        try:
-            return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
-        except VaultmemError as exc:
-            if not out.quiet:
-                click.echo(f"vaultmem: {exc}", err=True)
-            ctx.exit(exc.exit_code)
-
-    return wrapper
-
-
-class Output:
-    def __init__(self, as_json: bool, quiet: bool):
-        self.as_json = as_json
-        self.quiet = quiet
-
-    def emit(self, data, human: str | None = None) -> None:
-        if self.quiet:
-            return
-        if self.as_json:
-            from .output import to_json
-
-            click.echo(to_json(data))
-        elif human is not None:
-            click.echo(human.rstrip("\n"))
-
-
-def _vault(vault_path):
-    from .vault import Vault
-
-    return Vault.open(vault_path)
-
-
-def _warn_problems(vault, out) -> None:
-    from .output import warn_skipped
-
-    if not out.quiet:
-        warn_skipped([path for path, _problem in vault.catalog().problems])
-
-
-def _note_json(note, now, config, extra: dict | None = None) -> dict:
-    from .present import note_dict
-
-    return note_dict(note, now, config, extra)
-
-
-from .output import short as _short  # noqa: E402 - shared with the light recall path
-from .output import table as _table  # noqa: E402
-
-
-def _note_rows(notes, now, config):
-    from .schedule import label
-
-    return [[n.id, n.namespace, n.status, n.tier, f"{n.strength:.2f}", label(n, now, config), _short(n.title, 50)]
-            for n in notes]
-
-
-NOTE_HEADERS = ["ID", "NAMESPACE", "STATUS", "TIER", "STRENGTH", "LABEL", "TITLE"]
-
-
-def _parse_created(value):
-    if value is None:
-        return None
-    from .clock import parse_datetime
-
-    return parse_datetime(value, what="--created")
-
-
-def _split_tags(values) -> list[str]:
-    tags = []
-    for value in values or ():
-        tags.extend(t for t in value.replace(",", " ").split() if t)
-    return tags
-
+from vaultmem.cli.common import (  # noqa: F401 - shared with the command modules
+    INTERNAL_ERROR,
+    NOTE_HEADERS,
+    Output,
+    VaultmemGroup,
+    _emit_added,
+    _note_json,
+    _note_rows,
+    _parse_created,
+    _short,
+    _split_tags,
+    _table,
+    _vault,
+    _warn_problems,
+    common,
+)
+from vaultmem.errors import EXIT_BAD_INPUT
 
 # ---------------------------------------------------------------- commands
 
@@ -170,7 +62,7 @@ def init(path, out, vault_path):
     """
     from pathlib import Path
 
-    from .vault import init_vault
+    from vaultmem.vault import init_vault
 
     root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
@@ -205,7 +97,7 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
 
     Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
     """
-    from .vault import check_namespace
+    from vaultmem.vault import check_namespace
 
     check_namespace(namespace)
     vault = _vault(vault_path)
@@ -215,24 +107,6 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
     _emit_added(out, vault, added, "added")
 
 
-def _emit_added(out, vault, added, verb: str) -> None:
-    from .clock import now as clock_now
-
-    note = added.note
-    data = _note_json(note, clock_now(), vault.config, {
-        "action": added.action, "superseded": list(added.superseded), "contested": list(added.contested),
-        "reason": added.reason, "redacted_kinds": list(added.redacted)})
-    if added.action == "recurrence":
-        human = f"already known: {note.id}  {note.path} (recorded as a recurrence; {added.reason})"
-    else:
-        human = f"{verb} {note.id}  {note.path}"
-        for other in added.superseded:
-            human += f"\nsupersedes {other}"
-        for other in added.contested:
-            human += f"\ncontested with {other} (both marked contested: true)"
-        if added.redacted:
-            human += f"\nredacted: {', '.join(added.redacted)} masked"
-    out.emit(data, human)
 
 
 @cli.command()
@@ -251,7 +125,7 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 
     Example: vaultmem learn "Release the CLI" --trigger "a tag is pushed" --steps "1. bump 2. tag" -n work
     """
-    from .vault import check_namespace
+    from vaultmem.vault import check_namespace
 
     check_namespace(namespace)
     vault = _vault(vault_path)
@@ -278,25 +152,25 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    from .entry import ask_watcher
-    from .recall import scope as recall_scope
+    from vaultmem.cli.entry import ask_watcher
+    from vaultmem.search.engine import scope as recall_scope
 
     scope = recall_scope(include_hidden, history)
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
     else:
-        from .clock import now as clock_now
-        from .present import hit_dicts
-        from .recall import engine_for
-        from .recall import recall as run_recall
+        from vaultmem.clock import now as clock_now
+        from vaultmem.core.present import hit_dicts
+        from vaultmem.search.engine import engine_for
+        from vaultmem.search.engine import recall as run_recall
 
         vault = _vault(vault_path)
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = [p for p, _m in vault.catalog().problems]
         model_problem = engine_for(vault).model_problem
-    from .output import print_recall
+    from vaultmem.cli.output import print_recall
 
     print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain)
 
@@ -318,9 +192,9 @@ def watch(idle_exit, out, vault_path):
     import signal
     import threading
 
-    from .recall import RecallEngine
-    from .server import serve
-    from .watch import request_handler, run_watcher
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.service.server import serve
+    from vaultmem.service.watch import request_handler, run_watcher
 
     vault = _vault(vault_path)
     engine = RecallEngine(vault)
@@ -343,7 +217,7 @@ def watch(idle_exit, out, vault_path):
 
     handle = request_handler(engine)
     if idle_exit:
-        from .watch import exit_when_idle
+        from vaultmem.service.watch import exit_when_idle
 
         handle = exit_when_idle(handle, idle_exit, stop)
     engine.sync()
@@ -360,7 +234,7 @@ def show(note_id, out, vault_path):
 
     Example: vaultmem show k3f9x2ab
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     note = vault.get(note_id)
@@ -385,7 +259,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
 
     Example: vaultmem list -n work --tier L2
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     notes = vault.notes(include_hidden=include_hidden or status in ("archived", "suspended", "superseded"))
@@ -402,7 +276,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
 
 
 def _grade_summary(note, now, config) -> str:
-    from .clock import format_datetime
+    from vaultmem.clock import format_datetime
 
     return (f"{note.id}: {note.state}, due {format_datetime(note.due)} UTC, stability {note.stability}, "
             f"strength {note.strength:.2f}, lapses {note.lapses}"
@@ -419,7 +293,7 @@ def grade(note_id, rating, comment, out, vault_path):
 
     Example: vaultmem grade k3f9x2ab good -c "used it to pick the DB driver"
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     note = vault.grade(note_id, rating, comment=comment)
@@ -435,8 +309,8 @@ def grade_batch(pairs, out, vault_path):
 
     Example: vaultmem grade-batch k3f9x2ab:good m2p8q4zz:again
     """
-    from .clock import now as clock_now
-    from .errors import BadInput
+    from vaultmem.clock import now as clock_now
+    from vaultmem.errors import BadInput
 
     parsed = []
     for pair in pairs:
@@ -459,8 +333,8 @@ def review(limit, out, vault_path):
 
     Example: vaultmem review --limit 5 --json
     """
-    from .clock import now as clock_now
-    from .lifecycle import due_for_review
+    from vaultmem.clock import now as clock_now
+    from vaultmem.core.lifecycle import due_for_review
 
     vault = _vault(vault_path)
     now = clock_now()
@@ -479,7 +353,7 @@ def top(count, namespace, out, vault_path):
 
     Example: vaultmem top --n 5
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     notes = [n for n in vault.notes()
@@ -501,7 +375,7 @@ def prompt(max_tokens, namespace, out, vault_path):
 
     Example: vaultmem prompt --max-tokens 800
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     block = vault.prompt(max_tokens, namespace)
@@ -518,7 +392,7 @@ def decay(days, dry_run, out, vault_path):
 
     Example: vaultmem decay --dry-run
     """
-    from .clock import format_datetime
+    from vaultmem.clock import format_datetime
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
@@ -540,7 +414,7 @@ def archive(note_id, out, vault_path):
 
     Example: vaultmem archive k3f9x2ab
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     note = vault.archive(note_id)
@@ -555,7 +429,7 @@ def restore(note_id, out, vault_path):
 
     Example: vaultmem restore k3f9x2ab
     """
-    from .clock import now as clock_now
+    from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
     note = vault.restore(note_id)
@@ -571,9 +445,9 @@ def health(out, vault_path):
 
     Example: vaultmem health --json
     """
-    from .clock import now as clock_now
-    from .health import health_report
-    from .recall import RecallEngine
+    from vaultmem.clock import now as clock_now
+    from vaultmem.core.health import health_report
+    from vaultmem.search.engine import RecallEngine
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
@@ -614,7 +488,7 @@ def reindex(out, vault_path):
 
     Example: vaultmem reindex
     """
-    from .recall import rebuild_indexes
+    from vaultmem.search.engine import rebuild_indexes
 
     vault = _vault(vault_path)
     result = rebuild_indexes(vault)
@@ -624,10 +498,10 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from . import (  # noqa: E402 - after `cli` is defined: the modules register their commands on it
-    cli_agents,  # noqa: F401 - registers its commands on `cli`
-    cli_trust,  # noqa: F401 - registers its commands on `cli`
-)
+from vaultmem.cli import agents, trust  # noqa: E402 - their commands join the group defined above
+
+for _command in (*agents.COMMANDS, *trust.COMMANDS):
+    cli.add_command(_command)
 
 
 def main(argv=None):

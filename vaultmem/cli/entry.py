@@ -58,8 +58,8 @@ def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hid
     """The watcher's recall answer, or None (none running, disabled, or it failed): then recall in-process."""
     if os.environ.get("VAULTMEM_NO_SERVER"):
         return None
-    from .discovery import discover_root
-    from .server import ask
+    from vaultmem.service.server import ask
+    from vaultmem.store.discovery import discover_root
 
     request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
                "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
@@ -78,7 +78,7 @@ def fast_recall(argv: list[str]) -> bool:
                          options.get("kind"), options["include_hidden"])
     if answer is None:
         return False
-    from .output import print_recall
+    from vaultmem.cli.output import print_recall
 
     print_recall(answer["hits"], answer.get("problems", []), answer.get("model_problem"),
                  options["as_json"], options["quiet"], options["explain"])
@@ -99,7 +99,7 @@ def fast_hook(argv: list[str]) -> bool:
         vault, rest = rest[1], []
     if rest:
         return False  # options only the full command knows (--help): let click answer
-    from .integrations.claude_code import main as run_hook_process
+    from vaultmem.integrations.claude_code import main as run_hook_process
 
     run_hook_process(event or "", vault)
     return True
@@ -108,6 +108,6 @@ def fast_hook(argv: list[str]) -> bool:
 def main() -> None:
     if fast_recall(sys.argv[1:]) or fast_hook(sys.argv[1:]):
         return
-    from .cli import main as full_cli
+    from vaultmem.cli.main import main as full_cli
 
     full_cli()

@@ -15,8 +15,8 @@ import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import NoteError
-from .model import Note
+from vaultmem.core.model import Note
+from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
 CACHE_VERSION = 4

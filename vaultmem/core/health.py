@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 
-from .catalog import Catalog
-from .config import Config
-from .model import STATUSES, TIERS
+from vaultmem.config import Config
+from vaultmem.core.model import STATUSES, TIERS
+from vaultmem.store.catalog import Catalog
 
 
 def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict | None = None,

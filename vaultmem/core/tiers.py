@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from .config import Config
-from .model import TIERS, Note
+from vaultmem.config import Config
+from vaultmem.core.model import TIERS, Note
 
 # Evidence lists keep the most recent entries only: enough for every gate,
 # and a memory used daily for years does not grow a thousand-line property.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import click
 
-from .cli import _emit_added, _note_json, _short, _table, _vault, cli, common
+from vaultmem.cli.common import _emit_added, _note_json, _short, _table, _vault, common
 
 EXIT_VERIFY_FAILED = 4
 
 
-@cli.command()
+@click.command()
 @click.argument("text")
 @click.option("-n", "--namespace", help="The namespace the memory would go to (required).")
 @common
@@ -18,8 +18,8 @@ def conflicts(text, namespace, out, vault_path):
 
     Example: vaultmem conflicts "Staging runs Postgres 16" -n work
     """
-    from .corrections import decide
-    from .vault import check_namespace
+    from vaultmem.ops.corrections import decide
+    from vaultmem.vault import check_namespace
 
     namespace = check_namespace(namespace)
     vault = _vault(vault_path)
@@ -39,7 +39,7 @@ def conflicts(text, namespace, out, vault_path):
              or "no conflicts: adding it would write a new memory")
 
 
-@cli.command()
+@click.command()
 @click.argument("note_id")
 @click.argument("text")
 @click.option("-r", "--reason", help="Why the old memory was wrong (kept in the new note and the review log).")
@@ -58,7 +58,7 @@ def correct(note_id, text, reason, session, out, vault_path):
     _emit_added(out, vault, added, "corrected with")
 
 
-@cli.command()
+@click.command()
 @click.argument("note_id")
 @click.option("--both", is_flag=True, help="Both hold: clear the contest, supersede nothing.")
 @common
@@ -76,7 +76,7 @@ def resolve(note_id, both, out, vault_path):
     out.emit({"id": note_id, "others": others, "both": both}, human)
 
 
-@cli.command()
+@click.command()
 @click.argument("note_id", required=False)
 @click.option("--adopt", is_flag=True, help="Apply the staged proposals whose evidence still holds.")
 @click.option("--tier", help="With NOTE_ID: set its tier by hand (L0..L3), evidence or not.")
@@ -89,13 +89,13 @@ def promote(note_id, adopt, tier, out, vault_path):
 
     Example: vaultmem promote && vaultmem promote --adopt
     """
-    from .errors import BadInput
+    from vaultmem.errors import BadInput
 
     vault = _vault(vault_path)
     if note_id:
         if not tier:
             raise BadInput("give the tier to set: vaultmem promote ID --tier L2")
-        from .clock import now as clock_now
+        from vaultmem.clock import now as clock_now
 
         note = vault.set_tier(note_id, tier)
         out.emit(_note_json(note, clock_now(), vault.config), f"{note.id} is now {note.tier}")
@@ -113,7 +113,7 @@ def promote(note_id, adopt, tier, out, vault_path):
     out.emit(done, human)
 
 
-@cli.command()
+@click.command()
 @click.argument("ref")
 @common
 def why(ref, out, vault_path):
@@ -122,14 +122,14 @@ def why(ref, out, vault_path):
 
     Example: vaultmem why k3x9a2bq    or    vaultmem why "staging runs postgres"
     """
-    from .trust import render_why
+    from vaultmem.core.trust import render_why
 
     vault = _vault(vault_path)
     info = vault.why(ref)
     out.emit(info, render_why(info))
 
 
-@cli.command()
+@click.command()
 @click.option("--strict", is_flag=True, help="Record nothing; exit 4 on any break, unrecorded edit or missing note.")
 @common
 def verify(strict, out, vault_path):
@@ -155,3 +155,6 @@ def verify(strict, out, vault_path):
     out.emit(result, "\n".join(lines))
     if result["breaks"] or (strict and result["changes"]):
         ctx.exit(EXIT_VERIFY_FAILED)
+
+
+COMMANDS = (conflicts, correct, resolve, promote, why, verify)

@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from .config import Config
-from .model import Note
-from .schedule import label, retrievability
+from vaultmem.config import Config
+from vaultmem.core.model import Note
+from vaultmem.core.schedule import label, retrievability
 
 CHARS_PER_TOKEN = 4
 MAX_LINE_CHARS = 400
@@ -53,7 +53,7 @@ class PromptBlock:
     left_out: int = 0  # memories that did not fit the budget
 
     def to_dict(self, now: datetime, config: Config) -> dict:
-        from .present import note_dict
+        from vaultmem.core.present import note_dict
 
         return {"text": self.text, "left_out": self.left_out,
                 "memories": [note_dict(line.note, now, config, {"label": line.label, "section": line.section})

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from .cli import _vault, cli, common
+from vaultmem.cli.common import _vault, common
 
 # ---------------------------------------------------------------- the MCP server (`vaultmem mcp`)
 
-@cli.command()
+@click.command()
 @common
 def mcp(out, vault_path):
     """Serve the vault to an agent over MCP (stdio): recall, get, list, add, learn, grade,
@@ -18,10 +18,10 @@ def mcp(out, vault_path):
 
     Example: claude mcp add vaultmem -- vaultmem mcp --vault ~/vaults/agent
     """
-    from .errors import BadInput
+    from vaultmem.errors import BadInput
 
     try:
-        from .integrations.mcp_server import serve
+        from vaultmem.integrations.mcp_server import serve
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in ("mcp", "mcp_types", "pydantic", "anyio"):
             raise
@@ -31,7 +31,7 @@ def mcp(out, vault_path):
 
 # ---------------------------------------------------------------- import and export (`vaultmem import`, `export`)
 
-@cli.command(name="import")
+@click.command(name="import")
 @click.argument("path", type=click.Path(exists=False))
 @click.option("-n", "--namespace", help="Put everything under this namespace; the source's own namespaces "
                                          "become sub-namespaces of it (exported vaultmem notes keep their paths).")
@@ -60,7 +60,7 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
       vaultmem import ./CLAUDE.md -n projects/api --dry-run
       vaultmem import backup.jsonl --vault ~/vaults/new
     """
-    from .integrations.importers.run import run_import
+    from vaultmem.integrations.importers.run import run_import
 
     vault = _vault(vault_path)
     report = run_import(vault, path, fmt=fmt, namespace=namespace, dry_run=dry_run, redact=redact)
@@ -71,7 +71,7 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
         click.get_current_context().exit(3)
 
 
-@cli.command()
+@click.command()
 @click.option("--jsonl", "as_jsonl", is_flag=True, default=True,
               help="One JSON object per note: path, text (the whole file) and id, namespace, type, status, tier "
                    "(the only format; the default).")
@@ -88,7 +88,7 @@ def export(as_jsonl, output, out, vault_path):
     """
     import sys
 
-    from .integrations.exporters import write_export
+    from vaultmem.integrations.exporters import write_export
 
     vault = _vault(vault_path)
     count, left_out = write_export(vault, output, stream=None if output else sys.stdout)
@@ -109,8 +109,8 @@ def export(as_jsonl, output, out, vault_path):
 def _settings_target(user, project, local, settings):
     from pathlib import Path
 
-    from .errors import BadInput
-    from .integrations.claude_settings import project_settings_path, user_settings_path
+    from vaultmem.errors import BadInput
+    from vaultmem.integrations.claude_settings import project_settings_path, user_settings_path
 
     if sum(bool(x) for x in (user, project, local, settings)) > 1:
         raise BadInput("choose one of --user, --project, --local and --settings")
@@ -135,7 +135,7 @@ def _settings_options(func):
     return func
 
 
-@cli.group()
+@click.group()
 def hooks():
     """Install vaultmem's hooks into Claude Code: memories at session start, recall on
     every prompt, capture at the end of a turn, and a check of vaultmem commands.
@@ -182,7 +182,7 @@ def hooks_install(claude_code, user, project, local, settings, command, dry_run,
 
     Example: vaultmem hooks install --claude-code --user
     """
-    from .integrations.claude_settings import install
+    from vaultmem.integrations.claude_settings import install
 
     target = _settings_target(user, project, local, settings)
     _report_change(out, install(target, command=command, vault=vault_path, dry_run=dry_run), "installed", dry_run)
@@ -197,7 +197,7 @@ def hooks_uninstall(claude_code, user, project, local, settings, dry_run, out, v
 
     Example: vaultmem hooks uninstall --claude-code --user
     """
-    from .integrations.claude_settings import uninstall
+    from vaultmem.integrations.claude_settings import uninstall
 
     target = _settings_target(user, project, local, settings)
     _report_change(out, uninstall(target, dry_run=dry_run), "uninstalled", dry_run)
@@ -212,8 +212,8 @@ def hooks_status(out, vault_path):
     """
     import os
 
-    from .integrations import claude_code as cc
-    from .integrations import claude_settings as cs
+    from vaultmem.integrations import claude_code as cc
+    from vaultmem.integrations import claude_settings as cs
 
     files = []
     for scope, path in (("user", cs.user_settings_path()), ("project", cs.project_settings_path()),
@@ -236,7 +236,7 @@ def hooks_status(out, vault_path):
 
 # Unknown events and options are ignored, not usage errors: exit 2 from a PreToolUse
 # hook would block every Bash command (say, after a downgrade of vaultmem).
-@cli.command(name="hook", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command(name="hook", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event", required=False, default="")
 @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None, help="The vault folder.")
 def hook(event, vault_path):
@@ -251,12 +251,12 @@ def hook(event, vault_path):
 
     Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
     """
-    from .integrations.claude_code import main
+    from vaultmem.integrations.claude_code import main
 
     main(event, vault_path)
 
 
-@cli.command(name="install-skill")
+@click.command(name="install-skill")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--force", is_flag=True, help="Replace a SKILL.md there that is not vaultmem's.")
 @common
@@ -269,7 +269,10 @@ def install_skill(folder, force, out, vault_path):
 
     Example: vaultmem install-skill ~/.claude/skills/vaultmem
     """
-    from .integrations.skill import install_skill as write_skill
+    from vaultmem.integrations.skill import install_skill as write_skill
 
     path, changed = write_skill(folder, force=force)
     out.emit({"skill": str(path), "changed": changed}, f"{'wrote' if changed else 'unchanged'}: {path}")
+
+
+COMMANDS = (mcp, import_, export, hooks, hook, install_skill)

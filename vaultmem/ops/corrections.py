@@ -15,12 +15,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from . import clock
-from .errors import BadInput
-from .model import Note
+from vaultmem import clock
+from vaultmem.core.model import Note
+from vaultmem.errors import BadInput
 
 if TYPE_CHECKING:
-    from .vault import Added
+    from vaultmem.vault import Added
 
 # How close (0..1 on the model's scale, recall.RecallEngine.similar) two memories
 # must be before a difference between them counts as a contradiction.
@@ -43,7 +43,7 @@ def related(
     """Memories of `namespace` on the same subject as `text`, each with its relation
     (duplicate, conflict or unclear; conflicts.py), closest first. Without the
     embedding model only word-level duplicates are found."""
-    from .conflicts import classify
+    from vaultmem.core.conflicts import classify
 
     out = []
     for note, similarity in similar(vault, text, namespace, kind, limit):
@@ -73,10 +73,10 @@ def decide(related: list[Related]) -> tuple[Related | None, list[Related], list[
 
 def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
     """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
-    from .recall import engine_for
+    from vaultmem.search.engine import engine_for
 
     if not os.environ.get("VAULTMEM_NO_SERVER"):
-        from .server import ask
+        from vaultmem.service.server import ask
 
         answer = ask(
             str(vault.root), {"op": "similar", "text": text, "namespace": namespace, "kind": kind, "limit": limit}

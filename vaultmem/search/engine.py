@@ -48,11 +48,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import clock
-from .errors import ModelUnavailable
-from .model import HIDDEN_STATUSES, STATUSES, Note
-from .schedule import label, retrievability
-from .timeq import time_intent
+from vaultmem import clock
+from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, Note
+from vaultmem.core.schedule import label, retrievability
+from vaultmem.core.timeq import time_intent
+from vaultmem.errors import ModelUnavailable
 
 VISIBLE_STATUSES = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
 LEXICAL_WEIGHT = 0.5
@@ -89,7 +89,7 @@ class RecallEngine:
     """
 
     def __init__(self, vault, use_embeddings: bool = True):
-        from .index.bm25 import Bm25Index
+        from vaultmem.search.bm25 import Bm25Index
 
         self.vault = vault
         self.bm25 = Bm25Index(vault.state_dir / "index" / "bm25")
@@ -113,8 +113,8 @@ class RecallEngine:
     def _load_model(self) -> None:
         if self.embedder is not None or self.model_problem is not None or not self.use_embeddings:
             return
-        from .index.embed import load_embedder
-        from .index.vectors import VectorStore, folder_name
+        from vaultmem.search.embed import load_embedder
+        from vaultmem.search.vectors import VectorStore, folder_name
 
         try:
             spec = self.model_spec()
@@ -157,7 +157,7 @@ class RecallEngine:
 
     def apply(self, paths) -> dict:
         """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
-        from .catalog import refresh_paths
+        from vaultmem.store.catalog import refresh_paths
 
         with self._lock:
             if not self._synced_at:
@@ -182,7 +182,7 @@ class RecallEngine:
 
     def status(self) -> dict:
         """How current the caches are and whether the model loads (for `health`); writes nothing."""
-        from .index.vectors import VectorStore, folder_name
+        from vaultmem.search.vectors import VectorStore, folder_name
 
         stamps = {p: list(e.stamp) for p, e in self.vault.catalog().entries.items() if e.note is not None}
         indexed = self.bm25._manifest()["stamps"] if self.bm25.manifest_file.exists() else {}
@@ -360,7 +360,7 @@ class RecallEngine:
 
 
 def _content_terms(note: Note) -> frozenset[str]:
-    from .index.bm25 import _query_analyzer
+    from vaultmem.search.bm25 import _query_analyzer
 
     return frozenset(t.text for t in _query_analyzer()(note.text))
 

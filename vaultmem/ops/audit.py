@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import clock
-from .errors import NoteError
-from .files import read_text
-from .model import Note
-from .note import parse
+from vaultmem import clock
+from vaultmem.core.model import Note
+from vaultmem.core.note import parse
+from vaultmem.errors import NoteError
+from vaultmem.store.files import read_text
 
 
 def verify(vault, record: bool = True) -> dict:
@@ -25,7 +25,7 @@ def verify(vault, record: bool = True) -> dict:
     `external-delete`: they are legitimate, and now on the record.
     Breaks of the chain are only ever reported.
     """
-    from .ledger import check_chain, check_notes, content_hash
+    from vaultmem.store.ledger import check_chain, check_notes, content_hash
 
     with vault.write_lock():
         vault.reread_next()
@@ -67,7 +67,7 @@ def verify(vault, record: bool = True) -> dict:
 
 def record_external_edits(vault, paths: Iterable[str]) -> int:
     """Record hand edits of `paths` (the watcher's events) in the ledger; returns how many."""
-    from .ledger import content_hash
+    from vaultmem.store.ledger import content_hash
 
     count = 0
     with vault.write_lock():

@@ -18,9 +18,9 @@ import math
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from .config import Config
-from .errors import BadInput
-from .model import RATINGS, Note
+from vaultmem.config import Config
+from vaultmem.core.model import RATINGS, Note
+from vaultmem.errors import BadInput
 
 STATE_NAMES = {1: "learning", 2: "review", 3: "relearning"}
 STATE_NUMBERS = {name: number for number, name in STATE_NAMES.items()}

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from .config import Config
-from .model import Note
-from .schedule import idle_decay, retrievability
+from vaultmem.config import Config
+from vaultmem.core.model import Note
+from vaultmem.core.schedule import idle_decay, retrievability
 
 
 @dataclass(frozen=True)

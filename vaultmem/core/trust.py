@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Note
+from vaultmem.core.model import Note
 
 
 def explain(note: Note, ledger: list[dict], reviews: list[dict], by_link: dict[str, Note]) -> dict:
@@ -91,7 +91,7 @@ def render_why(info: dict) -> str:
 
 
 def _when(value) -> str:
-    from .clock import format_datetime
+    from vaultmem.clock import format_datetime
 
     return format_datetime(value) if hasattr(value, "tzinfo") else str(value)
 

@@ -1,0 +1,150 @@
+"""What every command shares: the error-to-exit-code edge, --vault/--json/-q, and output helpers."""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import click
+
+from vaultmem.errors import VaultmemError
+
+INTERNAL_ERROR = 70
+
+
+class VaultmemGroup(click.Group):
+    """Turns vaultmem's errors into one line and its exit code, never a traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except VaultmemError as exc:
+            _fail(ctx, str(exc), exc.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except KeyboardInterrupt:
+            _fail(ctx, "interrupted", 130)
+        except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
+            if os.environ.get("VAULTMEM_DEBUG"):
+                raise
+            _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
+                  INTERNAL_ERROR)
+
+
+def _fail(ctx, message: str, code: int):
+    if not _quiet(ctx):
+        click.echo(f"vaultmem: {message}", err=True)
+    ctx.exit(code)
+
+
+def _quiet(ctx) -> bool:
+    while ctx is not None:
+        if ctx.params.get("quiet"):
+            return True
+        ctx = ctx.parent
+    return False
+
+
+def common(func):
+    """--vault, --json and -q on every command (also accepted before the command)."""
+    @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None,
+                  help="The vault folder (default: $VAULTMEM_VAULT, the nearest folder with .vaultmem/, "
+                       "or the user's default vault).")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON for agents.")
+    @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says how it went.")
+    @functools.wraps(func)
+    def wrapper(*args, vault_path=None, as_json=False, quiet=False, **kwargs):
+        ctx = click.get_current_context()
+        parent = ctx.parent.params if ctx.parent else {}
+        out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
+        try:
+            return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
+        except VaultmemError as exc:
+            if not out.quiet:
+                click.echo(f"vaultmem: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+    return wrapper
+
+
+class Output:
+    def __init__(self, as_json: bool, quiet: bool):
+        self.as_json = as_json
+        self.quiet = quiet
+
+    def emit(self, data, human: str | None = None) -> None:
+        if self.quiet:
+            return
+        if self.as_json:
+            from vaultmem.cli.output import to_json
+
+            click.echo(to_json(data))
+        elif human is not None:
+            click.echo(human.rstrip("\n"))
+
+
+def _vault(vault_path):
+    from vaultmem.vault import Vault
+
+    return Vault.open(vault_path)
+
+
+def _warn_problems(vault, out) -> None:
+    from vaultmem.cli.output import warn_skipped
+
+    if not out.quiet:
+        warn_skipped([path for path, _problem in vault.catalog().problems])
+
+
+def _note_json(note, now, config, extra: dict | None = None) -> dict:
+    from vaultmem.core.present import note_dict
+
+    return note_dict(note, now, config, extra)
+
+
+from vaultmem.cli.output import short as _short  # noqa: E402,F401 - shared with the light recall path
+from vaultmem.cli.output import table as _table  # noqa: E402,F401
+
+
+def _note_rows(notes, now, config):
+    from vaultmem.core.schedule import label
+
+    return [[n.id, n.namespace, n.status, n.tier, f"{n.strength:.2f}", label(n, now, config), _short(n.title, 50)]
+            for n in notes]
+
+
+NOTE_HEADERS = ["ID", "NAMESPACE", "STATUS", "TIER", "STRENGTH", "LABEL", "TITLE"]
+
+
+def _parse_created(value):
+    if value is None:
+        return None
+    from vaultmem.clock import parse_datetime
+
+    return parse_datetime(value, what="--created")
+
+
+def _split_tags(values) -> list[str]:
+    tags = []
+    for value in values or ():
+        tags.extend(t for t in value.replace(",", " ").split() if t)
+    return tags
+
+def _emit_added(out, vault, added, verb: str) -> None:
+    from vaultmem.clock import now as clock_now
+
+    note = added.note
+    data = _note_json(note, clock_now(), vault.config, {
+        "action": added.action, "superseded": list(added.superseded), "contested": list(added.contested),
+        "reason": added.reason, "redacted_kinds": list(added.redacted)})
+    if added.action == "recurrence":
+        human = f"already known: {note.id}  {note.path} (recorded as a recurrence; {added.reason})"
+    else:
+        human = f"{verb} {note.id}  {note.path}"
+        for other in added.superseded:
+            human += f"\nsupersedes {other}"
+        for other in added.contested:
+            human += f"\ncontested with {other} (both marked contested: true)"
+        if added.redacted:
+            human += f"\nredacted: {', '.join(added.redacted)} masked"
+    out.emit(data, human)
