@@ -26,7 +26,7 @@ from vaultmem.core.note import parse, render, skill_body, slugify
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound
-from vaultmem.store.catalog import Catalog, refresh
+from vaultmem.store.catalog import Catalog
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
 from vaultmem.store.files import append_jsonl, atomic_write, read_text, rewrite_and_move
 from vaultmem.store.template import init_vault
@@ -69,11 +69,8 @@ class Vault:
         self.state_dir = self.root / STATE_DIR
         self.config = config or load_config(self.state_dir / "config.yaml")
         self._catalog: Catalog | None = None
-        # The last catalog read, kept as the starting point of the next refresh
-        # (`_catalog` is dropped after writes; this one only speeds re-reading).
-        self._last_catalog: Catalog | None = None
+        self._refreshed = False
         self._write_lock = None
-        self._seen_generation = -1
         self._ledger = None
 
     @classmethod
@@ -111,7 +108,7 @@ class Vault:
         if self._ledger is None:
             from vaultmem.store.ledger import Ledger
 
-            self._ledger = Ledger(self.state_dir / "ledger.jsonl", self.cache_dir / "ledger.pickle")
+            self._ledger = Ledger(self.state_dir / "ledger.jsonl", lambda: self.catalog(refresh=False).db)
         return self._ledger
 
     def record(self, op: str, note: Note, text: str | None, detail: dict | None = None) -> None:
@@ -140,10 +137,11 @@ class Vault:
 
     # ------------------------------------------------------------ reading
 
-    def read_note(self, rel: str) -> Note:
+    def read_note(self, rel: str, text: str | None = None) -> Note:
         """Parse one note file (relative path), with defaults for what it lacks."""
         path = self.root / rel
-        text = read_text(path, self.config.max_note_bytes)
+        if text is None:
+            text = read_text(path, self.config.max_note_bytes)
         return parse(text, rel, self.defaults_for(rel, path))
 
     def defaults_for(self, rel: str, path: Path) -> dict:
@@ -167,52 +165,45 @@ class Vault:
             "source": "",
         }
 
-    def catalog(self, fresh: bool = False) -> Catalog:
-        """All notes as the files are now (cached per call unless `fresh`)."""
-        if self._catalog is None or fresh:
-            self._catalog = refresh(self.root, self.cache_dir / "catalog.pickle", self.read_note,
-                                    previous=self._last_catalog)
-            self._last_catalog = self._catalog
+    def catalog(self, fresh: bool = False, full: bool = False, refresh: bool = True) -> Catalog:
+        """The catalog of the vault's notes (store/catalog.py).
+
+        Brought in step with the files on first use in this object, and again
+        when `fresh` (bounded work: changed folders, a full check every few
+        seconds) or `full` (stat every note file). vaultmem's own writes, in
+        any process, are in it as soon as they are made.
+        """
+        if self._catalog is None:
+            self._catalog = Catalog(self.root, self.cache_dir / "catalog.sqlite", self.read_note,
+                                    self.config.max_note_bytes)
+        if refresh and (fresh or full or not self._refreshed):
+            self._catalog.refresh(full=full)
+            self._refreshed = True
         return self._catalog
 
-    def _read_generation(self) -> int:
-        try:
-            return int((self.state_dir / "add.generation").read_text() or 0)
-        except (OSError, ValueError):
-            return 0
-
-    def _note_written(self, rel: str) -> None:
-        """Update the in-memory catalog for one file vaultmem just wrote (no full rescan)."""
-        from vaultmem.store.catalog import refresh_paths
-
-        if self._catalog is not None:
-            self._catalog, _ = refresh_paths(self.root, self._catalog, [rel], self.read_note)
-            self._last_catalog = self._catalog
-
     def reread_next(self) -> None:
-        """The next read re-scans the files (after a write that moved or changed notes)."""
-        self._catalog = None
+        """The next read checks the files again."""
+        self._refreshed = False
 
     def forget_catalog(self) -> None:
-        """Drop what this object remembers of the files (after the cache was deleted)."""
-        self._catalog = self._last_catalog = None
-
-    def adopt_catalog(self, catalog: Catalog) -> None:
-        """Take a catalog updated elsewhere (the watcher's incremental refresh) as current."""
-        self._catalog = self._last_catalog = catalog
+        """Drop the connection to the catalog (after its file was deleted)."""
+        if self._catalog is not None:
+            self._catalog.close()
+        self._catalog, self._refreshed = None, False
 
     def notes(self, include_hidden: bool = False) -> list[Note]:
         """Every readable note; archived, suspended and superseded ones only with `include_hidden`."""
-        notes = self.catalog().notes
+        notes = self.catalog(fresh=True).notes
         return notes if include_hidden else [n for n in notes if not n.is_hidden]
 
     def get(self, note_id: str) -> Note:
         """The note with this id (or, for hand-written notes, this file name)."""
         matches = self.find(note_id)
         if not matches:
-            for path, problem in self.catalog().problems:
-                if Path(path).stem == str(note_id).strip():
-                    raise NoteError(path, problem.split("; ")[0], problem.split("; ", 1)[-1])
+            problem = self.catalog().problem_of_stem(str(note_id).strip())
+            if problem is not None:
+                path, message = problem
+                raise NoteError(path, message.split("; ")[0], message.split("; ", 1)[-1])
             raise NotFound(f"no note with id {note_id!r}; `vaultmem list` shows the ids")
         if len(matches) > 1:
             paths = ", ".join(n.path for n in matches)
@@ -220,13 +211,24 @@ class Vault:
         return matches[0]
 
     def find(self, note_id: str) -> list[Note]:
-        """Notes with this id, or for hand-written notes this file name (usually one)."""
+        """Notes with this id, or for hand-written notes this file name (usually one).
+
+        A lookup in the catalog, checked against the files it names (one stat
+        each: a note edited in place a moment ago is read as it is now); when it
+        finds nothing, or a file is not where the catalog says, the vault's
+        folders are checked again.
+        """
         note_id = str(note_id).strip()
-        notes = self.catalog().notes
-        matches = [n for n in notes if n.id == note_id]
-        if not matches:
-            matches = [n for n in notes if Path(n.path).stem == note_id]
-        return matches
+        catalog = self.catalog()
+        for attempt in range(2):
+            if attempt:
+                catalog = self.catalog(fresh=True)
+            matches = catalog.by_id(note_id) or catalog.by_stem(note_id)
+            if matches and catalog.refresh_paths([n.path for n in matches]):
+                matches = catalog.by_id(note_id) or catalog.by_stem(note_id)
+            if matches and all((self.root / n.path).is_file() for n in matches):
+                return matches
+        return [n for n in matches if (self.root / n.path).is_file()]
 
     # ------------------------------------------------------------ writing
 
@@ -240,7 +242,6 @@ class Vault:
         this change as `op`. Returns (before, after).
         """
         with self.write_lock():
-            self._catalog = None
             for _attempt in range(WRITE_RETRIES):
                 before = self.get(note_id)
                 path = self.root / before.path
@@ -249,13 +250,12 @@ class Vault:
                 after = replace(before, **change(before))
                 new_text = render(after, text)
                 if read_text(path, self.config.max_note_bytes) != text:
-                    self._catalog = None
                     continue
                 if new_text != text:
                     self._record_unseen_edit(before, text, op)
                     atomic_write(path, new_text)
+                    self.catalog(refresh=False).wrote(before.path, new_text)
                     self.record(op, after, new_text, detail)
-                self._catalog = None
                 return before, after
         raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; "
                             "nothing was written, try again")
@@ -309,35 +309,28 @@ class Vault:
         created = created or now
         session, project = current_session(session), current_project(project)
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
-        related = (self.related(body_text, namespace, kind, created=created)
-                   if (merge or supersede) and self.config.check_conflicts else [])
+        folder = "skills" if kind == "skill" else "memories"
         with self.write_lock():
-            # Adds by other processes bump the generation: only then re-read the vault.
-            generation = self._read_generation()
-            catalog = self.catalog(fresh=generation != self._seen_generation)
+            # The check runs under the lock: two processes adding contradicting
+            # memories at once see each other's notes.
+            related = (self.related(body_text, namespace, kind, created=created, tags=clean_tags)
+                       if (merge or supersede) and self.config.check_conflicts else [])
             duplicate, superseded, contested = corrections.decide(related)
             if not supersede:
                 superseded, contested = [], []
-            if merge:
-                if duplicate is not None and self.find(duplicate.note.id):
-                    def recur(n: Note) -> dict:
-                        evidence = with_evidence(n, session, project, now, explicit)
-                        return {**evidence, "updated": now} if evidence else {}
+            if merge and duplicate is not None and self.find(duplicate.note.id):
+                def recur(n: Note) -> dict:
+                    evidence = with_evidence(n, session, project, now, explicit)
+                    return {**evidence, "updated": now} if evidence else {}
 
-                    _before, after = self.update_note(duplicate.note.id, recur, op="recur",
-                                                      detail={"session": session, "project": project})
-                    return Added(after, "recurrence", reason=duplicate.reason)
-            note_id = _new_id({n.id for n in catalog.notes})
-            folder = "skills" if kind == "skill" else "memories"
-            taken = {Path(p).stem for p in catalog.entries}
-            while True:
-                # Another process may have added a file since our catalog was read:
-                # a name that exists on disk is taken too.
-                stem = _unique_stem(slugify(title or body_text.splitlines()[0]), taken)
-                rel = f"{folder}/{namespace}/{stem}.md"
-                if not (self.root / rel).exists():
-                    break
-                taken.add(stem)
+                _before, after = self.update_note(duplicate.note.id, recur, op="recur",
+                                                  detail={"session": session, "project": project})
+                return Added(after, "recurrence", reason=duplicate.reason)
+            catalog = self.catalog()
+            note_id = _new_id(catalog.id_taken)
+            stem = _free_stem(slugify(title or body_text.splitlines()[0]),
+                              lambda s: catalog.stem_taken(s) or (self.root / f"{folder}/{namespace}/{s}.md").exists())
+            rel = f"{folder}/{namespace}/{stem}.md"
             note = Note(
                 id=note_id, type=kind, namespace=namespace, tags=clean_tags, status="active", tier=tier,
                 strength=self.config.strength_initial, state="learning", step=0, stability=None,
@@ -353,10 +346,8 @@ class Vault:
                 note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
             text_out = render(note)
             atomic_write(self.root / rel, text_out)
+            catalog.wrote(rel, text_out)
             self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
-            self._note_written(rel)
-            self._seen_generation = generation + 1
-            (self.state_dir / "add.generation").write_text(str(self._seen_generation))
             for item in superseded:
                 corrections.supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
@@ -381,12 +372,12 @@ class Vault:
         return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
 
     def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8,
-                created: datetime | None = None) -> list[Related]:
+                created: datetime | None = None, tags: Iterable[str] = ()) -> list[Related]:
         """Memories of `namespace` on the same subject as `text`, each with its relation
         (duplicate, conflict or unclear), closest first (corrections.py)."""
         from vaultmem.ops.corrections import related
 
-        return related(self, text, namespace, kind, limit, created)
+        return related(self, text, namespace, kind, limit, created, tuple(tags))
 
     def learn(self, title: str, trigger: str, steps: str, outcome: str, lessons: str, namespace: str,
               **kwargs) -> Added:
@@ -456,12 +447,12 @@ class Vault:
         new_text = render(after, text)
         self._record_unseen_edit(current, text, "archive")
         rewrite_and_move(source, new_text, target)
+        self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
         self.record("archive", replace(after, path=target_rel), new_text, {"reason": reason})
         append_jsonl(self.archive_log, {
             "op": "archive", "id": note.id, "from": note.path, "to": target_rel, "reason": reason,
             "time": clock.format_datetime(clock.now()), "text": text,
         })
-        self._catalog = None
         return replace(after, path=target_rel)
 
     def restore(self, note_id: str) -> Note:
@@ -486,10 +477,10 @@ class Vault:
                 new_text = render(after, text)
                 self._record_unseen_edit(current, text, "restore")
                 rewrite_and_move(source, new_text, target)
+                self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
                 self.record("restore", replace(after, path=target_rel), new_text)
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                                 "time": clock.format_datetime(now)})
-                self.reread_next()
                 return replace(after, path=target_rel)
             if note.status in ("suspended", "archived", "stale"):
                 _before, after = self.update_note(
@@ -503,8 +494,7 @@ class Vault:
         """Apply idle decay and the lifecycle to every note; returns what changed."""
         now = clock.now()
         with self.write_lock():
-            self._catalog = None
-            steps = plan_decay(self.catalog().notes, now, self.config, stale_after_days)
+            steps = plan_decay(self.catalog(fresh=True).notes, now, self.config, stale_after_days)
             if dry_run:
                 return steps
             done = []
@@ -633,9 +623,9 @@ class Vault:
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
             atomic_write(path, text)
+            self.catalog(refresh=False).wrote(rel, text)
             self.record("import", note, text, {"source": source} if source else None)
-            self._catalog = None
-            return self.read_note(rel)
+            return self.read_note(rel, text)
 
 
 def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, stale_after_days) -> dict:
@@ -674,18 +664,18 @@ def check_namespace(namespace: str | None) -> str:
     return text
 
 
-def _new_id(taken: set[str]) -> str:
+def _new_id(taken: Callable[[str], bool]) -> str:
     while True:
         candidate = "".join(secrets.choice(ID_ALPHABET) for _ in range(8))
-        if candidate not in taken:
+        if not taken(candidate):
             return candidate
 
 
-def _unique_stem(stem: str, taken: set[str]) -> str:
+def _free_stem(stem: str, taken: Callable[[str], bool]) -> str:
     """Obsidian resolves [[links]] by file name, so names are unique vault-wide."""
-    if stem not in taken:
+    if not taken(stem):
         return stem
     number = 2
-    while f"{stem}-{number}" in taken:
+    while taken(f"{stem}-{number}"):
         number += 1
     return f"{stem}-{number}"

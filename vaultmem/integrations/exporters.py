@@ -33,21 +33,22 @@ NOTE_FOLDERS = ("memories", "skills", "archive")
 
 def export_records(vault) -> Iterator[dict]:
     """One dict per note file of the vault, sorted by path."""
-    catalog = vault.catalog(fresh=True)
-    for rel in sorted(catalog.entries):
-        entry = catalog.entries[rel]
+    catalog = vault.catalog(full=True)
+    notes = {note.path: note for note in catalog.notes}
+    problems = dict(catalog.problems)
+    for rel in catalog.paths():
         try:
             text = read_text(vault.root / rel, vault.config.max_note_bytes)
         except NoteError as exc:
             yield {"path": rel, "text": None, "problem": exc.problem}
             continue
-        note = entry.note
+        note = notes.get(rel)
         record = {"path": rel}
         if note is not None:
             record.update(id=note.id, type=note.type, namespace=note.namespace, status=note.status, tier=note.tier,
                           tags=list(note.tags), created=format_datetime(note.created))
         else:
-            record["problem"] = entry.problem
+            record["problem"] = problems.get(rel)
         record["text"] = text
         yield record
 
@@ -85,11 +86,10 @@ class NoteIndex:
     @classmethod
     def of(cls, vault) -> NoteIndex:
         index = cls()
-        catalog = vault.catalog(fresh=True)
-        for rel, entry in catalog.entries.items():
-            index.paths.add(rel)
-            if entry.note is not None:
-                index.by_id.setdefault(entry.note.id, rel)
+        catalog = vault.catalog(full=True)
+        index.paths.update(catalog.paths())
+        for note in catalog.notes:
+            index.by_id.setdefault(note.id, note.path)
         return index
 
 

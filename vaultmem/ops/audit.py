@@ -28,8 +28,7 @@ def verify(vault, record: bool = True) -> dict:
     from vaultmem.store.ledger import check_chain, check_notes, content_hash
 
     with vault.write_lock():
-        vault.reread_next()
-        catalog = vault.catalog()
+        catalog = vault.catalog(full=True)
         files: dict[str, tuple[str, str]] = {}
         texts: dict[str, tuple[Note, str]] = {}
         for note in catalog.notes:
@@ -90,10 +89,9 @@ def record_external_edits(vault, paths: Iterable[str]) -> int:
 
 def record_deletion(vault, rel: str) -> int:
     """A note file gone by hand: record it, unless its note lives on elsewhere (moved, archived)."""
-    state = vault.ledger.state()
-    gone = [i for i, r in state.last.items() if r.get("path") == rel and r.get("content") is not None]
-    living = {n.id for n in vault.catalog(fresh=True).notes}
-    deleted = [note_id for note_id in gone if note_id not in living]
+    gone = vault.ledger.ids_last_at(rel)
+    catalog = vault.catalog(fresh=True)
+    deleted = [note_id for note_id in gone if not catalog.id_taken(note_id)]
     for note_id in deleted:
         _record_gone(vault, note_id, rel, "watcher")
     return len(deleted)

@@ -38,7 +38,8 @@ class Related:
 
 
 def related(
-    vault, text: str, namespace: str, kind: str = "memory", limit: int = 8, created: datetime | None = None
+    vault, text: str, namespace: str, kind: str = "memory", limit: int = 8, created: datetime | None = None,
+    tags: tuple[str, ...] = (),
 ) -> list[Related]:
     """Memories of `namespace` on the same subject as `text`, each with its relation
     (duplicate, conflict or unclear; conflicts.py), closest first. Without the
@@ -46,7 +47,10 @@ def related(
     from vaultmem.core.conflicts import classify
 
     out = []
-    for note, similarity in similar(vault, text, namespace, kind, limit):
+    from vaultmem.search.engine import passage_text
+
+    # Searched with the text the note will be embedded as, so the add reuses the vector.
+    for note, similarity in similar(vault, passage_text(text, tags), namespace, kind, limit):
         verdict = classify(text, note.text, similarity or 0.0)
         relation, reason = verdict.relation, verdict.reason
         if relation in ("conflict", "unclear") and (similarity or 0.0) < SAME_SUBJECT_SIMILARITY:

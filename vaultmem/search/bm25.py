@@ -1,8 +1,10 @@
 """The lexical index: Whoosh BM25F over title, body, tags and namespace.
 
-A cache under `.vaultmem/index/bm25/`, kept in step with the notes by their
-file stamps (`sync`): only files whose stamp changed are re-indexed, and a
-missing or damaged index is rebuilt from the notes. Text is stemmed per
+A cache under `.vaultmem/index/bm25/`, kept in step with the notes by the
+recall engine: the catalog says which notes changed since they were indexed,
+and all of them go into one Whoosh commit (a note whose indexed document did
+not change, as after a grade, costs no write). A missing or damaged index is
+rebuilt from the notes. Text is stemmed per
 script: Latin words with the English Snowball stemmer, Cyrillic words with
 the Russian one, so "deploying" finds "deploy" and "серверы" finds "сервер".
 """
@@ -10,7 +12,6 @@ the Russian one, so "deploying" finds "deploy" and "серверы" finds "се�
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from functools import lru_cache
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from vaultmem.core.model import Note
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
 # Lucene's defaults suit short notes better than Whoosh's (K1=1.2, B=0.75).
 BM25_K1 = 0.9
@@ -55,7 +56,7 @@ def analyzer():
 
 
 def schema():
-    from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, TEXT, Schema
 
     text = analyzer()
     return Schema(
@@ -68,7 +69,6 @@ def schema():
         type=ID(),
         status=ID(),
         tier=ID(),
-        stamp=STORED(),
     )
 
 
@@ -84,7 +84,7 @@ def date_words(note: Note) -> str:
     return f"{created.day} {MONTH_NAMES[created.month - 1]} {created.year}"
 
 
-def document(note: Note, stamp) -> dict:
+def document(note: Note) -> dict:
     """The indexed form of a note. The title field holds only a real `# heading`
     (skills): a memory's title is its own first line, and indexing it twice
     would double-count those words."""
@@ -100,8 +100,14 @@ def document(note: Note, stamp) -> dict:
         "type": note.type,
         "status": note.status,
         "tier": note.tier,
-        "stamp": list(stamp),
     }
+
+
+def document_digest(note: Note) -> str:
+    """A fingerprint of what the index holds for a note: equal means no re-index is needed."""
+    import hashlib
+
+    return hashlib.sha1(json.dumps(document(note), sort_keys=True).encode("utf-8")).hexdigest()
 
 
 class Bm25Index:
@@ -111,34 +117,14 @@ class Bm25Index:
         self.folder = Path(folder)
         self._ix = None
         self._searcher = None
-        self._manifest_data: dict | None = None
-        self._manifest_stamp = None
-        self._manifest_dirty = False
         self._filter_cache: dict = {}
         self._filter_cache_for = None
 
-    @property
-    def manifest_file(self) -> Path:
-        return self.folder / "manifest.json"
+    def exists(self) -> bool:
+        from whoosh import index
 
-    def _manifest(self) -> dict:
-        """Paths and file stamps indexed so far (re-read when another process changed it)."""
-        if self._manifest_dirty:
-            return self._manifest_data
-        try:
-            stamp = self.manifest_file.stat().st_mtime_ns
-        except OSError:
-            return {"version": SCHEMA_VERSION, "stamps": {}}
-        if self._manifest_data is not None and stamp == self._manifest_stamp:
-            return self._manifest_data
-        try:
-            data = json.loads(self.manifest_file.read_text(encoding="utf-8"))
-            if data.get("version") != SCHEMA_VERSION:
-                raise ValueError("old version")
-        except (OSError, ValueError):
-            return {"version": SCHEMA_VERSION, "stamps": {}}
-        self._manifest_data, self._manifest_stamp = data, stamp
-        return data
+        return index.exists_in(self.folder) and (self.folder / "version").is_file() and \
+            (self.folder / "version").read_text().strip() == str(SCHEMA_VERSION)
 
     def _open(self, rebuild: bool = False):
         from whoosh import index
@@ -146,7 +132,7 @@ class Bm25Index:
         if not rebuild and self._ix is not None:
             return self._ix
         self._close()
-        if not rebuild and index.exists_in(self.folder):
+        if not rebuild and self.exists():
             try:
                 self._ix = index.open_dir(self.folder)
                 return self._ix
@@ -155,8 +141,8 @@ class Bm25Index:
         if self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True)
-        self._manifest_data = None
         self._ix = index.create_in(self.folder, schema())
+        (self.folder / "version").write_text(str(SCHEMA_VERSION))
         return self._ix
 
     def _close(self) -> None:
@@ -164,68 +150,34 @@ class Bm25Index:
             self._searcher.close()
         self._searcher, self._ix = None, None
 
-    def sync(self, notes_by_path: dict[str, tuple[Note, tuple]], rebuild: bool = False) -> int:
-        """Bring the index in step with all notes (path -> (note, stamp)); returns documents touched."""
-        fresh = rebuild or not self.manifest_file.exists()
-        indexed = {} if fresh else self._manifest()["stamps"]
-        changed = {p: v for p, v in notes_by_path.items() if indexed.get(p) != list(v[1])}
-        removed = [p for p in indexed if p not in notes_by_path]
+    def update(self, changed: dict[str, Note], removed, fresh: bool = False) -> int:
+        """Re-index the `changed` notes (path -> note) and drop the `removed` paths, in one commit."""
         if not (changed or removed or fresh):
             return 0
-        return self.update(changed, removed, fresh=fresh)
-
-    def update(self, changed: dict[str, tuple[Note, tuple]], removed, fresh: bool = False,
-               persist: bool = True) -> int:
-        """Re-index the `changed` notes and drop the `removed` paths (the watcher's path).
-
-        `persist=False` keeps the manifest in memory until `save_manifest()`:
-        writing 100k stamps as JSON on every edit took most of a second. A
-        manifest left behind on disk only makes another process re-index
-        those notes again, never miss one.
-        """
         ix = self._open(rebuild=fresh)
         if self._searcher is not None:
             # An open searcher makes Whoosh lose this writer's deletions: close it first.
             self._searcher.close()
             self._searcher = None
-        indexed = {} if fresh else dict(self._manifest()["stamps"])
         writer = ix.writer(limitmb=128, timeout=30.0, delay=0.05)
         try:
-            for path in list(removed) + list(changed):
-                if path in indexed or not fresh:
+            if not fresh:
+                for path in [*removed, *changed]:
                     writer.delete_by_term("path", path)
-            for note, stamp in changed.values():
-                writer.add_document(**document(note, stamp))
+            for note in changed.values():
+                writer.add_document(**document(note))
             writer.commit(optimize=len(changed) > 5000)
         except BaseException:
             writer.cancel()
             raise
-        for path in removed:
-            indexed.pop(path, None)
-        for path, (_note, stamp) in changed.items():
-            indexed[path] = list(stamp)
-        self._manifest_data = {"version": SCHEMA_VERSION, "stamps": indexed}
-        self._manifest_dirty = True
-        if persist:
-            self.save_manifest()
         return len(changed) + len(removed)
-
-    def save_manifest(self) -> None:
-        """Write the manifest of indexed stamps if it changed in memory."""
-        if not self._manifest_dirty or self._manifest_data is None:
-            return
-        tmp = self.manifest_file.with_name(f".manifest.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self._manifest_data), encoding="utf-8")
-        os.replace(tmp, self.manifest_file)
-        self._manifest_stamp = self.manifest_file.stat().st_mtime_ns
-        self._manifest_dirty = False
 
     def _current_searcher(self):
         from whoosh import index
 
         if self._searcher is None:
             if self._ix is None:
-                if not index.exists_in(self.folder):
+                if not self.exists():
                     return None
                 self._ix = index.open_dir(self.folder)
             self._searcher = self._ix.searcher(weighting=_weighting())
@@ -266,7 +218,7 @@ class Bm25Index:
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
-        """Best matches for free text: [(note id, BM25 score, coverage)], best first.
+        """Best matches for free text: [(note path, BM25 score, coverage)], best first.
 
         Coverage is the share of the query's information (its terms weighted by
         IDF; a term the vault never uses counts as the rarest) that the note
@@ -293,7 +245,7 @@ class Bm25Index:
         for hit in results:
             matched = {text.decode("utf-8") if isinstance(text, bytes) else text
                        for _field, text in hit.matched_terms()}
-            out.append((hit["id"], float(hit.score), sum(weights.get(t, 0.0) for t in matched) / total))
+            out.append((hit["path"], float(hit.score), sum(weights.get(t, 0.0) for t in matched) / total))
         return out
 
 

@@ -48,6 +48,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from vaultmem import clock
 from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, Note
 from vaultmem.core.schedule import label, retrievability
@@ -61,6 +63,9 @@ SAME_SUBJECT_COSINE = 0.9
 SAME_SUBJECT_MIN_COSINE = 0.65
 SAME_SUBJECT_OVERLAP = 0.6
 NEVER_GRADED_RETRIEVABILITY = 0.9
+# An add's check matches up to this many new notes by hand before they go into
+# the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
+LEXICAL_BATCH = 200
 TIME_WINDOW_BOOST = 1.25
 
 
@@ -74,18 +79,26 @@ class Hit:
 
 def embed_text(note: Note) -> str:
     """What gets embedded for a note: its text without markdown heading marks, plus tags."""
-    lines = [line.lstrip("#").strip() for line in note.body.splitlines()]
+    return passage_text(note.body, note.tags)
+
+
+def passage_text(body: str, tags=()) -> str:
+    lines = [line.lstrip("#").strip() for line in body.splitlines()]
     text = " ".join(line for line in lines if line)
-    if note.tags:
-        text += " (" + ", ".join(note.tags) + ")"
+    if tags:
+        text += " (" + ", ".join(tags) + ")"
     return text
 
 
 class RecallEngine:
-    """Indexes of one vault, loaded once and kept in step with its files.
+    """The indexes of one vault, and a small in-memory view of its notes, kept in
+    step with the catalog's change feed.
 
-    A CLI call builds one per process; the watcher and long-lived API users
-    keep one, so queries skip model loading and index opening.
+    The view holds, per note, only what filtering and vector search need (path,
+    id, type, namespace and status as integer codes, the row of its vector);
+    notes themselves are read from the catalog for the few candidates of a
+    query. A CLI call builds one engine per process; the watcher and long-lived
+    API users keep one, so queries skip model loading and index opening.
     """
 
     def __init__(self, vault, use_embeddings: bool = True):
@@ -97,13 +110,15 @@ class RecallEngine:
         self.embedder = None
         self.model_problem: str | None = None
         self.vectors = None
-        self._notes_by_path: dict[str, Note] = {}
-        self._by_id: dict[str, Note] = {}
-        self._masks: dict = {}
-        self._synced_catalog = None
         self._lock = threading.RLock()
         self._file_lock = None
         self._synced_at = 0.0
+        self._gen = -1  # the catalog generation the view reflects
+        self._lexical_gen = -1  # ... and the BM25 index
+        self._unindexed: dict[str, Note] = {}  # notes the BM25 index does not hold yet
+        self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
+        self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
+        self._view = _View()
 
     # ------------------------------------------------------------ model
 
@@ -123,31 +138,116 @@ class RecallEngine:
             self.model_problem = str(exc)
             return
         folder = self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name)
-        self.vectors = VectorStore(folder, self.embedder.name)
+        self.vectors = VectorStore(folder, self.embedder.name, self.vault.catalog().db)
+
+    def embed_passage(self, text: str):
+        """The vector of a note's text, computed once: an add that searched with it
+        stores the same vector without running the model again."""
+        from vaultmem.search.vectors import text_hash
+
+        self._load_model()
+        if self.embedder is None:
+            return None
+        digest = text_hash(self.embedder.name, text)
+        if digest not in self._recent:
+            if len(self._recent) > 256:
+                self._recent.clear()
+            self._recent[digest] = self.embedder.embed([text], kind="passage")[0]
+        return self._recent[digest]
 
     # ------------------------------------------------------------ keeping in step
 
-    def sync(self, rebuild: bool = False) -> dict:
-        """Bring both indexes in step with the files (a stat scan); returns what was updated."""
+    def sync(self, rebuild: bool = False, full: bool = False, lexical: bool = True) -> dict:
+        """Bring the view and both indexes in step with the files.
+
+        Bounded work (the catalog's folder check) unless `full`; `rebuild`
+        re-creates the BM25 index. `lexical=False` leaves new notes out of the
+        BM25 index for now (they are matched by hand meanwhile): an add's check
+        does not pay a Whoosh commit per note.
+        """
         with self._lock:
-            catalog = self.vault.catalog(fresh=True)
-            if catalog is self._synced_catalog and not rebuild:
-                return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
-            entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
-            embedded = 0
-            self._load_model()
+            catalog = self.vault.catalog()
+            catalog.refresh(full=full or rebuild)
+            return self._follow(catalog, rebuild, lexical)
+
+    def apply(self, paths) -> dict:
+        """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
+        with self._lock:
+            catalog = self.vault.catalog()
+            if self._gen < 0:
+                catalog.refresh(full=True)
+            else:
+                catalog.refresh_paths(paths)
+            return self._follow(catalog, False, True)
+
+    def _follow(self, catalog, rebuild: bool, lexical: bool) -> dict:
+        gen = catalog.generation
+        self._load_model()
+        embedded = indexed = 0
+        if self._gen < 0 or rebuild:
+            self._view = _View.of(catalog.summaries())
+            changed: dict[str, Note] = {}
+            fresh_view = True
+            self._unindexed = {p: item[0] for p, item in catalog.pending_index()[0].items()}
+        else:
+            gen, changed, removed = catalog.changes_since(self._gen)
+            for path in removed:
+                self._view.drop(path)
+                self._unindexed.pop(path, None)
+            for path, note in changed.items():
+                self._view.put(path, note.id, note.type, note.namespace, note.status)
+                self._unindexed[path] = note
+            fresh_view = False
+        if gen != self._gen or rebuild:
+            if self.vectors is not None:
+                with self._index_lock():
+                    embedded = self._update_vectors(catalog, changed, fresh_view)
+            self._gen = gen
+        if rebuild or (self._unindexed and (lexical or len(self._unindexed) > LEXICAL_BATCH)) \
+                or (lexical and gen != self._lexical_gen):
             with self._index_lock():
-                changed = self.bm25.sync(entries, rebuild=rebuild)
-                if self.vectors is not None:
-                    embedded = self.vectors.sync({p: (stamp, n) for p, (n, stamp) in entries.items()},
-                                                 self.embedder, text_of=embed_text)
-                    self.vectors.save()
-            self._set_notes(entries)
-            self._synced_catalog = catalog
-            return {"indexed": changed, "embedded": embedded, "notes": len(entries)}
+                indexed = self._update_lexical(catalog, rebuild)
+            self._lexical_gen = gen
+        self._synced_at = time.monotonic()
+        return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
+
+    def _update_vectors(self, catalog, changed: dict[str, Note], fresh_view: bool) -> int:
+        """Give every note whose bytes changed the row of its text's vector (the model
+        runs only for texts never embedded); returns how many texts were embedded."""
+        have = self.vectors.rows_of_paths()
+        hashes = catalog.hashes() if fresh_view else catalog.hashes_of(changed)
+        stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
+        notes = {p: changed[p] for p in stale if p in changed}
+        notes.update(catalog.at([p for p in stale if p not in changed]))
+        gone = [p for p in have if (p not in hashes if fresh_view else self._view.slot(p) is None)]
+        rows, embedded = {}, 0
+        if notes or gone:
+            work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
+            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent)
+        for path, (row, _digest) in have.items():
+            if path not in rows:
+                self._view.set_row(path, row)
+        for path, row in rows.items():
+            self._view.set_row(path, row)
+        return embedded
+
+    def _update_lexical(self, catalog, rebuild: bool) -> int:
+        from vaultmem.search.bm25 import document_digest
+
+        if rebuild or not self.bm25.exists():
+            catalog.forget_index()
+            rebuild = True
+        pending, removed = catalog.pending_index()
+        digests = {path: document_digest(note) for path, (note, _h, _d) in pending.items()}
+        write = {path: note for path, (note, _h, doc) in pending.items() if rebuild or digests[path] != doc}
+        count = self.bm25.update(write, removed, fresh=rebuild)
+        catalog.mark_indexed({path: (digest, digests[path]) for path, (_n, digest, _d) in pending.items()}, removed)
+        self._unindexed = {}
+        return count
 
     def _index_lock(self):
-        """Processes bringing the same indexes in step take turns (Whoosh allows one writer)."""
+        """Processes updating the same indexes take turns (Whoosh allows one writer;
+        vector rows are appended by one process at a time)."""
         from filelock import FileLock
 
         if self._file_lock is None:
@@ -155,67 +255,31 @@ class RecallEngine:
             self._file_lock = FileLock(str(self.vault.state_dir / "index.lock"), timeout=300)
         return self._file_lock
 
-    def apply(self, paths) -> dict:
-        """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
-        from vaultmem.store.catalog import refresh_paths
-
-        with self._lock:
-            if not self._synced_at:
-                return self.sync()
-            catalog, touched = refresh_paths(self.vault.root, self.vault.catalog(), paths, self.vault.read_note)
-            self.vault.adopt_catalog(catalog)
-            self._synced_catalog = catalog
-            if not touched:
-                return {"indexed": 0, "embedded": 0, "notes": len(self._notes_by_path)}
-            changed = {p: (catalog.entries[p].note, catalog.entries[p].stamp) for p in touched
-                       if p in catalog.entries and catalog.entries[p].note is not None}
-            removed = [p for p in touched if p not in changed]
-            embedded = 0
-            with self._index_lock():
-                indexed = self.bm25.update(changed, removed, persist=False)
-                if self.vectors is not None:
-                    embedded = self.vectors.update({p: (s, embed_text(n)) for p, (n, s) in changed.items()},
-                                                   removed, self.embedder)
-            entries = {p: (e.note, e.stamp) for p, e in catalog.entries.items() if e.note is not None}
-            self._set_notes(entries)
-            return {"indexed": indexed, "embedded": embedded, "notes": len(entries)}
-
     def status(self) -> dict:
         """How current the caches are and whether the model loads (for `health`); writes nothing."""
         from vaultmem.search.vectors import VectorStore, folder_name
 
-        stamps = {p: list(e.stamp) for p, e in self.vault.catalog().entries.items() if e.note is not None}
-        indexed = self.bm25._manifest()["stamps"] if self.bm25.manifest_file.exists() else {}
-        stale_index = (sum(1 for p, s in stamps.items() if indexed.get(p) != s)
-                       + sum(1 for p in indexed if p not in stamps))
+        catalog = self.vault.catalog()
+        pending, removed = catalog.pending_index()
+        stale_index = len(pending) + len(removed) if self.bm25.exists() else catalog.count()
         self._load_model()
         stale_vectors = None
         if self.embedder is not None:
-            store = self.vectors if self.vectors is not None else VectorStore(
-                self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name), self.embedder.name)
-            stale_vectors = sum(1 for p, s in stamps.items() if store.stamp_of_path.get(p, [None])[0] != s)
+            store = self.vectors or VectorStore(self.vault.state_dir / "index" / "vectors" /
+                                                folder_name(self.embedder.name), self.embedder.name, catalog.db)
+            have = store.rows_of_paths()
+            stale_vectors = sum(1 for p, digest in catalog.hashes().items() if have.get(p, (None, None))[1] != digest)
         return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,
                 "index_stale": stale_index, "embeddings_stale": stale_vectors}
 
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
         with self._lock:
-            if not self._synced_at:
-                self.sync()
+            self.sync()
             self._search("warm up", 1, None, None, False, clock.now())
 
     def save(self) -> None:
-        """Persist what is only in memory (the embedding cache)."""
-        with self._lock:
-            self.bm25.save_manifest()
-            if self.vectors is not None:
-                self.vectors.save()
-
-    def _set_notes(self, entries: dict) -> None:
-        self._masks = {}
-        self._notes_by_path = {p: n for p, (n, _s) in entries.items()}
-        self._by_id = {n.id: n for n in self._notes_by_path.values()}
-        self._synced_at = time.monotonic()
+        """Nothing is kept only in memory any more (every update is on disk as it happens)."""
 
     # ------------------------------------------------------------ search
 
@@ -225,10 +289,10 @@ class RecallEngine:
 
         `include_hidden`: True for every status, "history" to add superseded
         notes (what was believed before). `sync=False` skips the freshness
-        scan: for a caller that keeps the engine current itself (the watcher).
+        check: for a caller that keeps the engine current itself (the watcher).
         """
         with self._lock:
-            if sync or not self._synced_at:
+            if sync or not self._synced_at or self._unindexed:
                 self.sync()
             return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
@@ -242,81 +306,62 @@ class RecallEngine:
         same text; None when the model is unavailable.
         """
         with self._lock:
-            self.sync()
-            lexical = self.bm25.search(text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)
-            paths = [self._by_id[i].path for i, _s, _c in lexical if i in self._by_id]
+            self.sync(lexical=False)
+            lexical = [path for path, _s, _c in self.bm25.search(
+                text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)]
+            lexical += _word_matches(text, self._unindexed, namespace, kind, limit, self._terms)
             cosines: dict[str, float] = {}
             if self.vectors is not None:
-                vector = self.embedder.embed([text], kind="passage")[0]
-                cosines = self._cosines(vector, self._mask(namespace, kind, False), limit, paths)
+                vector = self.embed_passage(text)
+                mask = self._view.mask(namespace, kind, False, exact=True)
+                cosines = self._cosines(vector, mask, limit, lexical)
             floor = getattr(self.embedder, "min_similarity", 0.0) if self.embedder is not None else 0.0
+            notes = self.vault.catalog().at(dict.fromkeys([*lexical, *cosines]))
             found = []
-            for path in dict.fromkeys([*paths, *cosines]):
-                note = self._notes_by_path.get(path)
-                if note is None or note.namespace != namespace or note.is_hidden:
+            for path in dict.fromkeys([*lexical, *cosines]):
+                note = notes.get(path)
+                if note is None or note.namespace != namespace or note.is_hidden or (kind and note.type != kind):
                     continue
                 cosine = cosines.get(path)
                 found.append((note, None if cosine is None else max(0.0, (cosine - floor) / (1.0 - floor))))
             found.sort(key=lambda item: -(item[1] or 0.0))
             return found
 
-    def _mask(self, namespace, kind, include_hidden):
-        """Which rows of the vector store a query may return, cached until the notes change."""
-        import numpy as np
-
-        key = (namespace, kind, include_hidden)
-        if key not in self._masks:
-            notes = self._notes_by_path
-            self._masks[key] = np.fromiter(
-                (p in notes and self._allowed(notes[p], namespace, kind, include_hidden) for p in self.vectors.paths),
-                dtype=bool, count=len(self.vectors.paths))
-        return self._masks[key]
-
-    def _allowed(self, note: Note, namespace, kind, include_hidden) -> bool:
-        if note.is_hidden and not (include_hidden is True
-                                   or (include_hidden == "history" and note.status == "superseded")):
-            return False
-        if kind and note.type != kind:
-            return False
-        if namespace:
-            ns = namespace.strip("/")
-            if note.namespace != ns and not note.namespace.startswith(ns + "/"):
-                return False
-        return True
-
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
         statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
-        lexical = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
-        lexical_paths = []
-        for note_id, score, coverage in lexical:
-            note = self._by_id.get(note_id)
-            if note is not None:
-                lexical_paths.append((note.path, score, coverage))
+        lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
         cosines: dict[str, float] = {}
         floor = 0.0
         if self.vectors is not None and query.strip():
-            mask = self._mask(namespace, kind, include_hidden)
+            mask = self._view.mask(namespace, kind, include_hidden)
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
             cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor)
+        notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         intent = time_intent(query, now)
-        fused = fuse(lexical_paths, cosines, floor, self._notes_by_path, now, self.vault.config, intent)
-        fused = self._newer_first(fused, intent)
+        fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
+        fused = self._newer_first(fused, notes, intent)
         hits = []
         for path, score, signals in fused[:top_k]:
-            note = self._notes_by_path[path]
+            note = notes[path]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
 
     def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf")) -> dict[str, float]:
         """Cosine to `vector` of the `limit` nearest allowed notes (those at or above
         `floor`), and of every path in `also` (the lexical candidates), whatever it is."""
-        cosines = {p: s for p, s in self.vectors.search(vector, limit=limit, mask=mask) if s >= floor}
+        view = self._view
+        cosines = {view.paths[slot]: score for slot, score in
+                   self.vectors.search(vector, view.rows_or_zero(), limit, mask & view.has_row()) if score >= floor}
         for path in also:
-            if path not in cosines and (row := self.vectors.vector_of(path)) is not None:
-                cosines[path] = float(row @ vector)
+            if path not in cosines and (row := view.row(path)) is not None:
+                cosines[path] = float(self.vectors.vector(row) @ vector)
         return cosines
+
+    def _vector_of(self, path: str):
+        row = self._view.row(path)
+        return None if row is None else self.vectors.vector(row)
 
     def _same_subject(self, a: Note, b: Note) -> bool:
         """Two memories about the same thing: close in meaning and mostly the same words.
@@ -325,7 +370,7 @@ class RecallEngine:
         Actions" (an update, cosine ~0.72) from two chat lines about one topic
         (also ~0.75); shared content words can.
         """
-        va, vb = self.vectors.vector_of(a.path), self.vectors.vector_of(b.path)
+        va, vb = self._vector_of(a.path), self._vector_of(b.path)
         if va is None or vb is None:
             return False
         cosine = float(va @ vb)
@@ -336,7 +381,7 @@ class RecallEngine:
         ta, tb = _content_terms(a), _content_terms(b)
         return bool(ta and tb) and len(ta & tb) / min(len(ta), len(tb)) >= SAME_SUBJECT_OVERLAP
 
-    def _newer_first(self, fused: list, intent) -> list:
+    def _newer_first(self, fused: list, notes: dict[str, Note], intent) -> list:
         """Same subject, same namespace: the newer memory goes above the older one."""
         if self.vectors is None or intent.prefer == "older" or intent.has_window or len(fused) < 2:
             return fused
@@ -345,7 +390,7 @@ class RecallEngine:
         for i in range(len(head)):
             for j in range(i + 1, len(head)):
                 older_path, newer_path = head[i][0], head[j][0]
-                older, newer = self._notes_by_path[older_path], self._notes_by_path[newer_path]
+                older, newer = notes[older_path], notes[newer_path]
                 if newer.created <= older.created or newer.namespace != older.namespace:
                     continue
                 if not self._same_subject(older, newer):
@@ -357,6 +402,151 @@ class RecallEngine:
                     item[2]["moved_above"] = older.id
                     order.insert(pos_old, item)
         return order + fused[len(head):]
+
+
+class _View:
+    """One slot per note: path, id, and type/namespace/status as small integer codes
+    in numpy arrays, so a filter over 100k notes is a vectorised comparison.
+    Slots of removed notes are marked dead and reused by the next new note."""
+
+    def __init__(self):
+        self.paths: list[str | None] = []
+        self.ids: list[str | None] = []
+        self._slot: dict[str, int] = {}
+        self._free: list[int] = []
+        self._codes: dict[str, dict[str, int]] = {"type": {}, "namespace": {}, "status": {}}
+        self._names: dict[str, list[str]] = {"type": [], "namespace": [], "status": []}
+        size = 1024
+        self._arrays = {"type": np.zeros(size, np.int32), "namespace": np.zeros(size, np.int32),
+                        "status": np.zeros(size, np.int32), "row": np.full(size, -1, np.int64),
+                        "alive": np.zeros(size, bool)}
+        self._masks: dict = {}
+
+    @classmethod
+    def of(cls, summaries) -> "_View":
+        view = cls()
+        for path, note_id, kind, namespace, status, _digest in summaries:
+            view.put(path, note_id, kind, namespace, status)
+        return view
+
+    @property
+    def count(self) -> int:
+        return len(self._slot)
+
+    def slot(self, path: str) -> int | None:
+        return self._slot.get(path)
+
+    def _code(self, field: str, value: str) -> int:
+        codes = self._codes[field]
+        if value not in codes:
+            codes[value] = len(codes)
+            self._names[field].append(value)
+        return codes[value]
+
+    def put(self, path: str, note_id: str, kind: str, namespace: str, status: str) -> None:
+        slot = self._slot.get(path)
+        if slot is None:
+            slot = self._free.pop() if self._free else len(self.paths)
+            if slot == len(self.paths):
+                self.paths.append(None)
+                self.ids.append(None)
+            if slot >= len(self._arrays["alive"]):
+                for name, array in self._arrays.items():
+                    grown = np.full(len(array) * 2, -1 if name == "row" else 0, array.dtype)
+                    grown[: len(array)] = array
+                    self._arrays[name] = grown
+            self._slot[path] = slot
+            self._arrays["row"][slot] = -1
+        self.paths[slot], self.ids[slot] = path, note_id
+        self._arrays["type"][slot] = self._code("type", kind)
+        self._arrays["namespace"][slot] = self._code("namespace", namespace)
+        self._arrays["status"][slot] = self._code("status", status)
+        self._arrays["alive"][slot] = True
+        self._masks = {}
+
+    def drop(self, path: str) -> None:
+        slot = self._slot.pop(path, None)
+        if slot is None:
+            return
+        self._arrays["alive"][slot] = False
+        self._arrays["row"][slot] = -1
+        self.paths[slot] = self.ids[slot] = None
+        self._free.append(slot)
+        self._masks = {}
+
+    def set_row(self, path: str, row: int) -> None:
+        slot = self._slot.get(path)
+        if slot is not None:
+            self._arrays["row"][slot] = row
+
+    def row(self, path: str) -> int | None:
+        slot = self._slot.get(path)
+        if slot is None or self._arrays["row"][slot] < 0:
+            return None
+        return int(self._arrays["row"][slot])
+
+    def rows_or_zero(self) -> np.ndarray:
+        """Each slot's vector row (0 where it has none: masked out by `has_row`)."""
+        rows = self._arrays["row"][: len(self.paths)]
+        return np.where(rows >= 0, rows, 0)
+
+    def has_row(self) -> np.ndarray:
+        n = len(self.paths)
+        return self._arrays["alive"][:n] & (self._arrays["row"][:n] >= 0)
+
+    def mask(self, namespace: str | None, kind: str | None, include_hidden, exact: bool = False) -> np.ndarray:
+        """Which slots a query may return (cached until the notes change)."""
+        key = (namespace, kind, include_hidden, exact)
+        if key not in self._masks:
+            n = len(self.paths)
+            allowed = self._arrays["alive"][:n].copy()
+            if kind:
+                allowed &= self._arrays["type"][:n] == self._codes["type"].get(kind, -1)
+            if namespace:
+                wanted = [code for name, code in self._codes["namespace"].items()
+                          if (name == namespace if exact else in_namespace(name, namespace))]
+                allowed &= np.isin(self._arrays["namespace"][:n], wanted)
+            statuses = [code for name, code in self._codes["status"].items() if _status_allowed(name, include_hidden)]
+            allowed &= np.isin(self._arrays["status"][:n], statuses)
+            self._masks[key] = allowed
+        return self._masks[key]
+
+
+def in_namespace(note_namespace: str, wanted: str) -> bool:
+    """A filter on `work` also finds notes of `work/infra` (and `work/` means `work`)."""
+    wanted = wanted.strip().strip("/")
+    return not wanted or note_namespace == wanted or note_namespace.startswith(wanted + "/")
+
+
+def _status_allowed(status: str, include_hidden) -> bool:
+    if status not in HIDDEN_STATUSES:
+        return True
+    return include_hidden is True or (include_hidden == "history" and status == "superseded")
+
+
+def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str | None, limit: int,
+                  cache: dict) -> list[str]:
+    """Notes not yet in the BM25 index that share words with `text`, most shared first
+    (`cache`: path -> (note, its words), so each note is analysed once)."""
+    if not notes:
+        return []
+    from vaultmem.search.bm25 import _query_analyzer
+
+    analyzer = _query_analyzer()
+    words = {t.text for t in analyzer(text)}
+    scored = []
+    for path, note in notes.items():
+        if note.namespace != namespace or note.is_hidden or (kind and note.type != kind):
+            continue
+        cached = cache.get(path)
+        if cached is None or cached[0] is not note:
+            if len(cache) > 4 * LEXICAL_BATCH:
+                cache.clear()
+            cached = cache[path] = (note, frozenset(t.text for t in analyzer(note.body)))
+        shared = len(words & cached[1])
+        if shared:
+            scored.append((-shared, path))
+    return [path for _s, path in sorted(scored)[:limit]]
 
 
 def _content_terms(note: Note) -> frozenset[str]:
@@ -422,11 +612,11 @@ def rebuild_indexes(vault) -> dict:
     import shutil
 
     for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
-        del _ENGINES[key]
+        _ENGINES.pop(key).vault.forget_catalog()
+    vault.forget_catalog()
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
-    vault.forget_catalog()
     return engine_for(vault).sync(rebuild=True)
 
 

@@ -1,27 +1,38 @@
-"""The embedding cache: one vector per note text, in an `.npy` matrix.
+"""The embedding cache: one vector per distinct note text, appended in place.
 
-Rows are keyed by a hash of the text embedded (and the model's name), so a
-note is embedded once, an edited note only is re-embedded, and a note moved
-or renamed keeps its vector. The cache lives under
-`.vaultmem/index/vectors/<model>/` (`vectors.npy` + `rows.json`) and is
-derived: deleting it costs one re-embedding, with identical results.
-Search is a brute-force matrix product: at the scale of one person's or one
-agent's memory (up to ~100k notes) that is a few milliseconds, no vector
-database needed.
+`.vaultmem/index/vectors/<model>/vectors.npy` is an ordinary `.npy` matrix
+(float32, one row per text embedded) that grows by appending rows and
+rewriting the 128-byte header: an add costs one row, not a rewrite of the
+file. Two tables in the catalog's SQLite file say which row holds which text
+(`vectors`: text hash -> row) and which row each note file uses now
+(`vector_rows`: path -> row, with the file hash it was computed for). A note
+whose text is unchanged (a grade, a move, a copied vault) keeps its row
+without running the model.
+
+Rows of texts no note uses any more stay in the file until `reindex`
+rebuilds it: an edit of a memory's text is rare next to reviews, which do
+not touch it. The cache is derived: deleting it costs one re-embedding, with
+identical results. Search is a brute-force matrix product over a memory map:
+at the scale of one person's or one agent's memory (up to ~100k notes) that
+is a few milliseconds, no vector database needed.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from pathlib import Path
 
 import numpy as np
 
-STORE_VERSION = 1
 EMBED_BATCH = 64
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, row INTEGER NOT NULL,
+                                    PRIMARY KEY (model, text_hash));
+CREATE TABLE IF NOT EXISTS vector_rows (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
+                                        row INTEGER NOT NULL, PRIMARY KEY (model, path));
+"""
 
 
 def text_hash(model_name: str, text: str) -> str:
@@ -33,127 +44,170 @@ def folder_name(model_name: str) -> str:
 
 
 class VectorStore:
-    """Vectors of the vault's notes for one embedding model."""
+    """The vectors of one embedding model for one vault.
 
-    def __init__(self, folder: Path, model_name: str):
+    Appends happen under the caller's index lock (one writer at a time);
+    readers map the file and see rows up to the count in its header.
+    """
+
+    def __init__(self, folder: Path, model_name: str, db):
         self.folder = Path(folder)
+        self.file = self.folder / "vectors.npy"
         self.model_name = model_name
+        self.db = db
+        self.db.executescript(_SCHEMA)
+        self._matrix: np.ndarray | None = None
+        self._rows_mapped = -1
         self.dim = 0
-        self.matrix = np.zeros((0, 0), dtype=np.float32)
-        self.hashes: list[str] = []
-        self.row_of_hash: dict[str, int] = {}
-        self.row_of_path: dict[str, int] = {}
-        self.stamp_of_path: dict[str, list] = {}
-        self.paths: list[str] = []
-        self.path_rows = np.zeros(0, dtype=np.int64)
-        self._dirty = False
-        self._load()
 
-    # ------------------------------------------------------------ persistence
+    # ------------------------------------------------------------ the matrix
 
-    def _load(self) -> None:
-        try:
-            meta = json.loads((self.folder / "rows.json").read_text(encoding="utf-8"))
-            if meta.get("version") != STORE_VERSION or meta.get("model") != self.model_name:
-                return
-            matrix = np.load(self.folder / "vectors.npy", allow_pickle=False)
-            if matrix.ndim != 2 or matrix.shape[0] != len(meta["hashes"]):
-                return
-        except (OSError, ValueError, KeyError):
-            return  # no cache yet, or a damaged one: re-embed
-        self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        self.dim = matrix.shape[1]
-        self.hashes = list(meta["hashes"])
-        self.row_of_hash = {h: i for i, h in enumerate(self.hashes)}
-        self.stamp_of_path = {p: v for p, v in meta.get("paths", {}).items() if v[1] in self.row_of_hash}
+    @property
+    def matrix(self) -> np.ndarray:
+        """Every row written so far (a read-only memory map; re-mapped when the file grew)."""
+        rows, dim, _offset = _header(self.file)
+        if self._matrix is None or rows != self._rows_mapped:
+            if rows == 0:
+                self._matrix = np.zeros((0, dim or 0), dtype=np.float32)
+            else:
+                self._matrix = np.load(self.file, mmap_mode="r")
+            self._rows_mapped, self.dim = rows, dim
+        return self._matrix
 
-    def save(self) -> None:
-        """Write the cache if it changed (atomically: temp files, then rename)."""
-        if not self._dirty:
-            return
+    def vector(self, row: int) -> np.ndarray:
+        return np.asarray(self.matrix[row])
+
+    def _append(self, vectors: np.ndarray) -> int:
+        """Write rows at the end of the file; returns the first new row's number."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        rows, dim, offset = _header(self.file)
+        if rows and dim != vectors.shape[1]:
+            raise ValueError(f"{self.file}: rows of {dim} values, the model gives {vectors.shape[1]}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        tmp_vectors = self.folder / f".vectors.{os.getpid()}.npy"
-        tmp_rows = self.folder / f".rows.{os.getpid()}.json"
-        np.save(tmp_vectors, self.matrix, allow_pickle=False)
-        tmp_rows.write_text(json.dumps({"version": STORE_VERSION, "model": self.model_name, "hashes": self.hashes,
-                                         "paths": self.stamp_of_path}),
-                            encoding="utf-8")
-        os.replace(tmp_vectors, self.folder / "vectors.npy")
-        os.replace(tmp_rows, self.folder / "rows.json")
-        self._dirty = False
+        if not rows:
+            _write_empty(self.file, vectors.shape[1])
+            rows, dim, offset = _header(self.file)
+        with open(self.file, "r+b") as handle:
+            handle.truncate(offset + rows * dim * 4)  # drop a row half-written by a crash
+            handle.seek(0, os.SEEK_END)
+            handle.write(vectors.tobytes())
+            handle.flush()
+            os.fsync(handle.fileno())
+            _rewrite_header(handle, rows + len(vectors), dim, offset)
+        return rows
 
-    # ------------------------------------------------------------ keeping in step
+    # ------------------------------------------------------------ which row is which note
 
-    def sync(self, notes: dict[str, tuple[tuple, object]], embedder, text_of=str) -> int:
-        """Make every note's row the vector of its current text; returns how many were embedded.
+    def rows_of_paths(self) -> dict[str, tuple[int, str]]:
+        """path -> (row, file hash it was computed for), for every note with a vector."""
+        rows, _dim, _offset = _header(self.file)
+        return {path: (row, digest) for path, row, digest in self.db.execute(
+            "SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model_name,)) if row < rows}
 
-        `notes` maps path -> (file stamp, note) for every note; `text_of(note)`
-        is the text to embed, computed only for notes whose stamp changed.
-        """
-        changed = {p: (stamp, text_of(item)) for p, (stamp, item) in notes.items()
-                   if p not in self.stamp_of_path or self.stamp_of_path[p][0] != list(stamp)}
-        removed = [p for p in self.stamp_of_path if p not in notes]
-        if not changed and not removed and self.paths:
-            return 0
-        return self.update(changed, removed, embedder)
-
-    def update(self, changed: dict[str, tuple[tuple, str]], removed, embedder) -> int:
-        """Embed the `changed` notes' texts where new, drop `removed` paths; returns how many were embedded."""
-        digests = {path: text_hash(self.model_name, text) for path, (_stamp, text) in changed.items()}
+    def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
+               known: dict | None = None) -> tuple[dict[str, int], int]:
+        """Give each `changed` note (path -> (file hash, text to embed)) the row of its text,
+        embedding only texts never seen (or found in `known`: text hash -> vector);
+        forget `removed` paths. Returns (path -> row for the changed notes, texts embedded)."""
+        by_hash = {path: text_hash(self.model_name, text) for path, (_digest, text) in changed.items()}
+        rows_now, _dim, _offset = _header(self.file)
+        existing = {}
+        wanted = list(set(by_hash.values()))
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for digest, row in self.db.execute(
+                    f"SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
+                    (self.model_name, *chunk)):
+                if row < rows_now:
+                    existing[digest] = row
         missing: dict[str, str] = {}
-        for path, digest in digests.items():
-            if digest not in self.row_of_hash and digest not in missing:
+        for path, digest in by_hash.items():
+            if digest not in existing and digest not in missing:
                 missing[digest] = changed[path][1]
         if missing:
-            # Longest first over the whole set, so each batch pads to texts of its own length.
+            known = known or {}
+            # Longest first, so each batch pads to texts of its own length.
             items = sorted(missing.items(), key=lambda item: len(item[1]), reverse=True)
-            vectors = [embedder.embed([text for _, text in items[i:i + EMBED_BATCH]], kind="passage")
-                       for i in range(0, len(items), EMBED_BATCH)]
-            new = np.vstack(vectors).astype(np.float32)
-            if self.dim != new.shape[1]:
-                self.matrix, self.hashes, self.row_of_hash = np.zeros((0, new.shape[1]), np.float32), [], {}
-                self.stamp_of_path = {}
-            self.dim = new.shape[1]
-            start_row = len(self.hashes)
-            self.matrix = np.vstack([self.matrix, new])
-            for offset, (digest, _text) in enumerate(items):
-                self.hashes.append(digest)
-                self.row_of_hash[digest] = start_row + offset
-        for path in removed:
-            self.stamp_of_path.pop(path, None)
-        for path, digest in digests.items():
-            self.stamp_of_path[path] = [list(changed[path][0]), digest]
-        if changed or removed:
-            self._dirty = True
-        used = {digest for _stamp, digest in self.stamp_of_path.values()}
-        if len(self.hashes) > 1.5 * len(used) + 64:
-            self._compact(used)
-        self.row_of_path = {path: self.row_of_hash[digest] for path, (_s, digest) in self.stamp_of_path.items()}
-        self.paths = list(self.row_of_path)
-        self.path_rows = np.fromiter(self.row_of_path.values(), dtype=np.int64, count=len(self.paths))
-        return len(missing)
+            fresh = [item for item in items if item[0] not in known]
+            computed = {}
+            for i in range(0, len(fresh), EMBED_BATCH):
+                batch = fresh[i:i + EMBED_BATCH]
+                for (digest, _text), vector in zip(batch, embedder.embed([t for _, t in batch], kind="passage")):
+                    computed[digest] = vector
+            order = [digest for digest, _text in items]
+            first = self._append(np.vstack([known.get(d) if d in known else computed[d] for d in order]))
+            for offset, digest in enumerate(order):
+                existing[digest] = first + offset
+            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                [(self.model_name, digest, existing[digest]) for digest in order])
+        self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
+                            [(self.model_name, path, changed[path][0], existing[digest])
+                             for path, digest in by_hash.items()])
+        self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
+                            [(self.model_name, path) for path in removed])
+        embedded = sum(1 for digest in missing if digest not in (known or {}))
+        return {path: existing[digest] for path, digest in by_hash.items()}, embedded
 
-    def _compact(self, used: set[str]) -> None:
-        keep = [i for i, digest in enumerate(self.hashes) if digest in used]
-        self.matrix = self.matrix[keep]
-        self.hashes = [self.hashes[i] for i in keep]
-        self.row_of_hash = {digest: i for i, digest in enumerate(self.hashes)}
-        self._dirty = True
-
-    # ------------------------------------------------------------ search
-
-    def search(self, query_vector: np.ndarray, limit: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
-        """[(path, cosine)] best first; `mask` (aligned with `self.paths`) keeps only some notes."""
-        if not self.paths or self.matrix.shape[0] == 0:
+    def search(self, query_vector: np.ndarray, rows: np.ndarray, limit: int,
+               mask: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """[(position in `rows`, cosine)] best first, among the allowed positions of `rows`."""
+        matrix = self.matrix
+        if not len(rows) or matrix.shape[0] == 0:
             return []
-        scores = (self.matrix @ query_vector.astype(np.float32))[self.path_rows]
+        scores = (matrix @ query_vector.astype(np.float32))[rows]
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)
-        limit = min(limit, len(self.paths))
+        limit = min(limit, len(rows))
         top = np.argpartition(-scores, limit - 1)[:limit]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.paths[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return [(int(i), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
-    def vector_of(self, path: str) -> np.ndarray | None:
-        row = self.row_of_path.get(path)
-        return None if row is None else self.matrix[row]
+
+# ---------------------------------------------------------------- .npy header in place
+
+def _header(file: Path) -> tuple[int, int, int]:
+    """(rows, dim, data offset) from an .npy file's header; (0, 0, 0) when there is none."""
+    try:
+        with open(file, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            shape, _fortran, _dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                                       else np.lib.format.read_array_header_2_0(handle))
+            offset = handle.tell()
+            size = os.fstat(handle.fileno()).st_size
+    except (OSError, ValueError):
+        return 0, 0, 0
+    if len(shape) != 2:
+        return 0, 0, 0
+    rows, dim = shape
+    # A header written ahead of its rows (a crash between the two) counts only whole rows on disk.
+    rows = min(rows, (size - offset) // (dim * 4)) if dim else 0
+    return rows, dim, offset
+
+
+def _header_bytes(rows: int, dim: int) -> bytes:
+    """Magic string and header of a (rows, dim) float32 .npy file, padded as numpy pads it."""
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": "<f4", "fortran_order": False, "shape": (rows, dim)})
+    return buffer.getvalue()
+
+
+def _write_empty(file: Path, dim: int) -> None:
+    tmp = file.with_name(f".vectors.{os.getpid()}.tmp")
+    with open(tmp, "wb") as handle:
+        handle.write(_header_bytes(0, dim))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, file)
+
+
+def _rewrite_header(handle, rows: int, dim: int, offset: int) -> None:
+    header = _header_bytes(rows, dim)  # magic string included
+    if len(header) != offset:
+        raise ValueError("vector file header would change size")  # not before 10^40 rows
+    handle.seek(0)
+    handle.write(header)
+    handle.flush()
+    os.fsync(handle.fileno())

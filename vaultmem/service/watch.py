@@ -126,7 +126,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     observer.schedule(Handler(), str(engine.vault.root), recursive=True)
     observer.start()
     try:
-        result = engine.sync()
+        result = engine.sync(full=True)
         if on_update:
             on_update("scan", result)
         last_scan = last_save = time.monotonic()
@@ -137,13 +137,13 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             now = time.monotonic()
             if batch is not None:
                 paths, rescan = batch
-                result = engine.sync() if rescan else engine.apply(paths)
+                result = engine.sync(full=True) if rescan else engine.apply(paths)
                 if not rescan:
                     result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
                 if on_update:
                     on_update("rescan" if rescan else "update", result)
             elif now - last_scan > RESCAN_EVERY:
-                engine.sync()
+                engine.sync(full=True)
                 last_scan = now
             if now - last_save > SAVE_EVERY:
                 engine.save()

@@ -1,140 +1,80 @@
-"""The catalog: every note file of the vault, parsed, kept fresh by stat.
+"""The catalog: every note file of the vault, parsed once, in a SQLite file that
+updates one note at a time.
 
-Listing, review and recall need every note's properties; parsing thousands of
-YAML blocks on every command would be slow, so parsed notes are cached in
-`.vaultmem/cache/catalog.pickle` keyed by (path, mtime, size, inode). Any file whose
-stamp changed is parsed again; deleting the cache only costs one re-parse.
-Files that cannot be read become `problems` (one line each) and are skipped,
-so one broken note never stops the rest of the vault.
+`.vaultmem/cache/catalog.sqlite` holds, per note file: its stamp (mtime, size),
+the hash of its bytes, the parsed note as JSON, or the one-line problem that
+keeps it out (broken YAML, binary, too big). Commands read only what they need:
+`grade ID` looks up one row by id, `add` asks whether a file name is taken,
+recall fetches its candidates; nothing is unpickled (a file planted in the
+cache can hold data, never code). It is derived: deleting it costs one
+re-parse of the vault, with identical results.
+
+Freshness without a watcher, bounded per call (`refresh`):
+- every call stats the note folders (a few hundred at most); a folder whose
+  mtime moved is listed again. Editors save by writing a temp file and renaming
+  it over the note, and a rename, a new file or a deletion moves its folder's
+  mtime, so these are seen by the next call;
+- a full stat of every note file at most every FULL_CHECK_SECONDS (and always
+  on `reindex` and `verify`) catches what does not touch a folder: a file
+  rewritten in place, a folder whose mtime the filesystem did not change.
+A stamp that moved with the same bytes (a copied or restored vault, `touch`)
+costs one hash and no re-parse, re-index or re-embedding.
+
+Every change bumps a generation number; `changes_since(gen)` is the feed that
+long-lived readers (the recall engine, the watcher) follow instead of
+re-reading the vault.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-import pickle
-from dataclasses import dataclass, field
+import sqlite3
+import time
+from dataclasses import fields
+from datetime import datetime
 from pathlib import Path
+from typing import Callable, Iterable
 
 from vaultmem.core.model import Note
 from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
-CACHE_VERSION = 4
-# The cache file is re-written once this many notes differ from it.
-SAVE_AFTER = 32
+SCHEMA_VERSION = 1
+FULL_CHECK_SECONDS = 10.0
+_DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
+_TUPLE_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
+_NOTE_FIELDS = tuple(f.name for f in fields(Note))
 
-
-@dataclass
-class Entry:
-    stamp: tuple[int, ...]
-    note: Note | None
-    problem: str | None = None
-
-
-@dataclass
-class Catalog:
-    """Notes by path, plus the files that could not be read."""
-
-    entries: dict[str, Entry] = field(default_factory=dict)
-    lag: int = 0  # notes re-read since the cache file was written (not saved)
-
-    @property
-    def notes(self) -> list[Note]:
-        return [e.note for e in self.entries.values() if e.note is not None]
-
-    @property
-    def problems(self) -> list[tuple[str, str]]:
-        return sorted((path, e.problem) for path, e in self.entries.items() if e.problem)
-
-    def stamps(self) -> dict[str, tuple[int, ...]]:
-        return {path: e.stamp for path, e in self.entries.items() if e.note is not None}
-
-
-def note_files(root: Path) -> dict[str, tuple[int, ...]]:
-    """Every `.md` file under the note folders: relative path -> (mtime_ns, size, inode).
-
-    Hidden files and folders (editor swap files, `.trash`) are not notes.
-    """
-    found: dict[str, tuple[int, ...]] = {}
-    prefix = len(str(root)) + 1
-    for folder in NOTE_FOLDERS:
-        stack = [os.path.join(root, folder)]
-        while stack:
-            try:
-                with os.scandir(stack.pop()) as entries:
-                    for entry in entries:
-                        name = entry.name
-                        if name.startswith("."):
-                            continue
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                            info = entry.stat(follow_symlinks=False)
-                            rel = entry.path[prefix:].replace(os.sep, "/")
-                            found[rel] = (info.st_mtime_ns, info.st_size, info.st_ino)
-            except OSError:
-                continue
-    return found
-
-
-def refresh(root: Path, cache_file: Path, read_note, previous: Catalog | None = None) -> Catalog:
-    """The catalog as the files are now; `read_note(rel_path)` parses one file.
-
-    Starts from `previous` (a long-lived process) or the cache file. Writes
-    the cache back only once it lags the files by more than SAVE_AFTER notes:
-    re-parsing a few changed notes is cheaper than re-writing the whole cache
-    after every grade, and a read-only command on an unchanged vault writes
-    nothing.
-    """
-    old = previous if previous is not None else _load(cache_file)
-    current = note_files(root)
-    catalog = Catalog()
-    gone = set(old.entries) - set(current)
-    changed = bool(gone)
-    # How far the cache file is behind the files: what differs from it now.
-    lag = len(gone) + (old.lag if previous is not None else 0)
-    for rel, stamp in current.items():
-        known = old.entries.get(rel)
-        if known is not None and known.stamp == stamp:
-            catalog.entries[rel] = known
-            continue
-        changed = True
-        lag += 1
-        try:
-            catalog.entries[rel] = Entry(stamp, read_note(rel))
-        except NoteError as exc:
-            catalog.entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
-    catalog.lag = lag
-    if not changed and previous is not None:
-        return previous  # unchanged: the same object, so callers can skip their own work
-    if changed and (lag > SAVE_AFTER or not old.entries):
-        _save(cache_file, catalog)
-        catalog.lag = 0
-    return catalog
-
-
-def refresh_paths(root: Path, catalog: Catalog, paths, read_note) -> tuple[Catalog, set[str]]:
-    """`catalog` with just `paths` re-read (the watcher's events); returns (catalog, paths that changed)."""
-    entries = dict(catalog.entries)
-    changed = set()
-    for rel in paths:
-        full = os.path.join(root, rel)
-        try:
-            info = os.stat(full)
-            stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
-        except OSError:
-            if entries.pop(rel, None) is not None:
-                changed.add(rel)
-            continue
-        previous = entries.get(rel)
-        if previous is not None and previous.stamp == stamp:
-            continue
-        try:
-            entries[rel] = Entry(stamp, read_note(rel))
-        except NoteError as exc:
-            entries[rel] = Entry(stamp, None, f"{exc.problem}; {exc.fix}")
-        changed.add(rel)
-    return Catalog(entries, catalog.lag + len(changed)), changed
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS notes (
+    path TEXT PRIMARY KEY,
+    folder TEXT NOT NULL,
+    stem TEXT NOT NULL,
+    id TEXT,
+    mtime_ns INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    gen INTEGER NOT NULL,
+    type TEXT,
+    namespace TEXT,
+    status TEXT,
+    note TEXT,
+    problem TEXT,
+    indexed TEXT,
+    indexed_doc TEXT
+);
+CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
+CREATE INDEX IF NOT EXISTS notes_stem ON notes(stem);
+CREATE INDEX IF NOT EXISTS notes_folder ON notes(folder);
+CREATE INDEX IF NOT EXISTS notes_gen ON notes(gen);
+CREATE INDEX IF NOT EXISTS notes_unindexed ON notes(path) WHERE indexed IS NOT hash;
+CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL, indexed INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS removed_gen ON removed(gen);
+CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
+"""
 
 
 def is_note_path(rel: str) -> bool:
@@ -144,23 +84,457 @@ def is_note_path(rel: str) -> bool:
             and not any(part.startswith(".") for part in parts))
 
 
-def _load(cache_file: Path) -> Catalog:
-    try:
-        with open(cache_file, "rb") as handle:
-            version, entries = pickle.load(handle)
-        if version == CACHE_VERSION:
-            return Catalog(entries)
-    except Exception:  # a missing, old or damaged cache is only a slower start
-        pass
-    return Catalog()
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
-def _save(cache_file: Path, catalog: Catalog) -> None:
+# ---------------------------------------------------------------- notes as rows
+
+def note_to_json(note: Note) -> str:
+    data = {}
+    for name in _NOTE_FIELDS:
+        value = getattr(note, name)
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, (tuple, frozenset)):
+            value = sorted(value) if isinstance(value, frozenset) else list(value)
+        data[name] = value
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def note_from_json(text: str) -> Note:
+    data = json.loads(text)
+    for name in _DATETIME_FIELDS:
+        if data.get(name) is not None:
+            data[name] = datetime.fromisoformat(data[name])
+    for name in _TUPLE_FIELDS:
+        data[name] = tuple(data.get(name) or ())
+    data["present"] = frozenset(data.get("present") or ())
+    return Note(**{k: v for k, v in data.items() if k in _NOTE_FIELDS})
+
+
+def _folder_and_stem(rel: str) -> tuple[str, str]:
+    folder, _, name = rel.rpartition("/")
+    return folder, name.removesuffix(".md")
+
+
+# ---------------------------------------------------------------- the catalog
+
+class Catalog:
+    """The notes of one vault, as a SQLite table kept in step with the files.
+
+    `read_note(rel, text)` turns a file's text into a Note (or raises NoteError);
+    the catalog owns when to call it, never what a note means.
+    """
+
+    def __init__(self, root: Path, db_file: Path, read_note: Callable[[str, str], Note],
+                 max_bytes: int = 1 << 20):
+        self.root = Path(root)
+        self.db_file = Path(db_file)
+        self.read_note = read_note
+        self.max_bytes = max_bytes
+        self._db: sqlite3.Connection | None = None
+        self._notes_cache: tuple[int, list[Note]] | None = None
+        self._checked_at = 0.0
+
+    # ------------------------------------------------------------ connection
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.db_file.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout = 60000")
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+            except sqlite3.OperationalError:
+                pass  # a filesystem without shared memory: the default journal still works
+            db.execute("PRAGMA synchronous = NORMAL")
+            version = _meta(db, "version")
+            if version is not None and version != str(SCHEMA_VERSION):
+                db.executescript("DROP TABLE IF EXISTS notes; DROP TABLE IF EXISTS removed; "
+                                 "DROP TABLE IF EXISTS folders; DROP TABLE IF EXISTS meta;")
+            db.executescript(_SCHEMA)
+            if version is None or version != str(SCHEMA_VERSION):
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
+            self._db = db
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def transaction(self):
+        return _Transaction(self.db)
+
+    @property
+    def generation(self) -> int:
+        return int(_meta(self.db, "gen") or 0)
+
+    def _next_generation(self) -> int:
+        gen = self.generation + 1
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('gen', ?)", (str(gen),))
+        return gen
+
+    # ------------------------------------------------------------ freshness
+
+    def refresh(self, full: bool = False) -> set[str]:
+        """Bring the table in step with the files (see the module doc); returns the paths that changed."""
+        now = time.time()
+        last_full = float(_meta(self.db, "full_check_at") or 0)
+        if full or now - last_full >= FULL_CHECK_SECONDS or abs(now - last_full) > 86400:
+            changed = self._full_check()
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('full_check_at', ?)", (repr(now),))
+            return changed
+        return self._folder_check()
+
+    def _full_check(self) -> set[str]:
+        files, folders = _scan(self.root)
+        known = {path: (mtime, size) for path, mtime, size in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
+        changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
+        gone = [rel for rel in known if rel not in files]
+        touched = self._apply(changed, gone, files)
+        with self.transaction():
+            self.db.execute("DELETE FROM folders")
+            self.db.executemany("INSERT INTO folders VALUES (?, ?)", folders.items())
+        return touched
+
+    def _folder_check(self) -> set[str]:
+        """Re-list only the folders whose mtime moved (a file in them was added, renamed or deleted)."""
+        known = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
+        if not known:
+            return self._full_check()
+        moved = []
+        for folder, mtime in known.items():
+            try:
+                if os.stat(self.root / folder).st_mtime_ns != mtime:
+                    moved.append(folder)
+            except OSError:
+                moved.append(folder)
+        if not moved:
+            return set()
+        files: dict[str, tuple[int, int]] = {}
+        folders: dict[str, int] = {}
+        for folder in moved:
+            # Only this folder's own entries; a sub-folder we did not know is new: all of it.
+            found_files, found_folders = _scan(self.root, folder, recursive=False)
+            for sub in [f for f in found_folders if f != folder and f not in known]:
+                sub_files, sub_folders = _scan(self.root, sub)
+                found_files.update(sub_files)
+                found_folders.update(sub_folders)
+            files.update(found_files)
+            folders.update({f: m for f, m in found_folders.items() if f == folder or f not in known})
+        gone_folders = [f for f in moved if f not in folders]
+        listed = {f for f in moved if f in folders} | {f for f in folders if f not in known}
+        known_files = {}
+        for folder in listed:
+            for path, mtime, size in self.db.execute(
+                    "SELECT path, mtime_ns, size FROM notes WHERE folder = ?", (folder,)):
+                known_files[path] = (mtime, size)
+        for folder in gone_folders:
+            for path, mtime, size in self.db.execute(
+                    "SELECT path, mtime_ns, size FROM notes WHERE folder = ? OR folder LIKE ? ESCAPE '\\'",
+                    (folder, _like_prefix(folder))):
+                known_files[path] = (mtime, size)
+        changed = [rel for rel, stamp in files.items() if known_files.get(rel) != stamp]
+        gone = [rel for rel in known_files if rel not in files]
+        touched = self._apply(changed, gone, files)
+        with self.transaction():
+            for folder in gone_folders:
+                self.db.execute("DELETE FROM folders WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+                                (folder, _like_prefix(folder)))
+            self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", folders.items())
+        return touched
+
+    def refresh_paths(self, paths: Iterable[str]) -> set[str]:
+        """Re-check just these files (the watcher's events); returns those that changed."""
+        files, gone = {}, []
+        for rel in paths:
+            try:
+                info = os.stat(self.root / rel)
+                files[rel] = (info.st_mtime_ns, info.st_size)
+            except OSError:
+                gone.append(rel)
+        known = {}
+        if files or gone:
+            marks = ",".join("?" * len(files.keys() | set(gone)))
+            for path, mtime, size in self.db.execute(
+                    f"SELECT path, mtime_ns, size FROM notes WHERE path IN ({marks})", [*files, *gone]):
+                known[path] = (mtime, size)
+        changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
+        return self._apply(changed, [rel for rel in gone if rel in known], files)
+
+    def _apply(self, changed: list[str], gone: list[str], stamps: dict[str, tuple[int, int]]) -> set[str]:
+        """Re-read `changed` files (a same-bytes file only gets its new stamp) and drop `gone` ones."""
+        if not changed and not gone:
+            return set()
+        rows = []
+        restamped = []
+        for rel in changed:
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                gone.append(rel)
+                continue
+            digest = content_digest(data)
+            old = self.db.execute("SELECT hash FROM notes WHERE path = ?", (rel,)).fetchone()
+            mtime, size = stamps[rel]
+            if old is not None and old[0] == digest:
+                restamped.append((mtime, size, rel))
+                continue
+            rows.append(self._row(rel, data, digest, mtime, size))
+        touched = {row[0] for row in rows} | set(gone)
+        with self.transaction():
+            self.db.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            if rows or gone:
+                gen = self._next_generation()
+                self._write_rows(rows, gen)
+                self._remove(gone, gen)
+        return touched
+
+    def _row(self, rel: str, data: bytes, digest: str, mtime: int, size: int) -> tuple:
+        folder, stem = _folder_and_stem(rel)
+        try:
+            text = _decode(self.root / rel, data, self.max_bytes)
+            note = self.read_note(rel, text)
+            return (rel, folder, stem, note.id, mtime, size, digest, note.type, note.namespace, note.status,
+                    note_to_json(note), None)
+        except NoteError as exc:
+            return (rel, folder, stem, None, mtime, size, digest, None, None, None, None, f"{exc.problem}; {exc.fix}")
+
+    def _write_rows(self, rows: list[tuple], gen: int) -> None:
+        self.db.executemany(
+            "INSERT INTO notes (path, folder, stem, id, mtime_ns, size, hash, type, namespace, status, note, problem, "
+            "gen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET folder = excluded.folder, stem = excluded.stem, id = excluded.id, "
+            "mtime_ns = excluded.mtime_ns, size = excluded.size, hash = excluded.hash, type = excluded.type, "
+            "namespace = excluded.namespace, status = excluded.status, note = excluded.note, "
+            "problem = excluded.problem, gen = excluded.gen",
+            [(*row, gen) for row in rows])
+        self.db.executemany("DELETE FROM removed WHERE path = ?", [(row[0],) for row in rows])
+        self._notes_cache = None
+
+    def _remove(self, paths: list[str], gen: int) -> None:
+        for rel in paths:
+            row = self.db.execute("SELECT indexed FROM notes WHERE path = ?", (rel,)).fetchone()
+            if row is None:
+                continue
+            self.db.execute("DELETE FROM notes WHERE path = ?", (rel,))
+            self.db.execute("INSERT OR REPLACE INTO removed VALUES (?, ?, ?)", (rel, gen, int(row[0] is not None)))
+        self._notes_cache = None
+
+    # ------------------------------------------------------------ vaultmem's own writes
+
+    def wrote(self, rel: str, text: str, moved_from: str | None = None) -> None:
+        """Record a file vaultmem just wrote (the text is known: no re-read, no folder scan)."""
+        data = text.encode("utf-8")
+        info = os.stat(self.root / rel)
+        row = self._row(rel, data, content_digest(data), info.st_mtime_ns, info.st_size)
+        with self.transaction():
+            gen = self._next_generation()
+            self._write_rows([row], gen)
+            if moved_from:
+                self._remove([moved_from], gen)
+            self._note_folders({rel, *([moved_from] if moved_from else [])})
+
+    def _note_folders(self, paths: set[str]) -> None:
+        """Our own write moved the mtimes of these files' folders: take the new ones, so the
+        next call does not list them again. (A hand change there in the same instant is
+        still caught by the periodic full check.)"""
+        if self.db.execute("SELECT 1 FROM folders LIMIT 1").fetchone() is None:
+            return  # never scanned: the first refresh does a full check anyway
+        for rel in paths:
+            folder = rel.rpartition("/")[0]
+            while folder:
+                try:
+                    mtime = os.stat(self.root / folder).st_mtime_ns
+                except OSError:
+                    break
+                self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
+                folder = folder.rpartition("/")[0]
+
+    # ------------------------------------------------------------ reading
+
+    def by_id(self, note_id: str) -> list[Note]:
+        return [note_from_json(text) for (text,) in
+                self.db.execute("SELECT note FROM notes WHERE id = ? AND note IS NOT NULL ORDER BY path", (note_id,))]
+
+    def by_stem(self, stem: str) -> list[Note]:
+        return [note_from_json(text) for (text,) in
+                self.db.execute("SELECT note FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
+
+    def problem_of_stem(self, stem: str) -> tuple[str, str] | None:
+        row = self.db.execute("SELECT path, problem FROM notes WHERE stem = ? AND problem IS NOT NULL",
+                              (stem,)).fetchone()
+        return None if row is None else (row[0], row[1])
+
+    def stem_taken(self, stem: str) -> bool:
+        return self.db.execute("SELECT 1 FROM notes WHERE stem = ? LIMIT 1", (stem,)).fetchone() is not None
+
+    def id_taken(self, note_id: str) -> bool:
+        return self.db.execute("SELECT 1 FROM notes WHERE id = ? LIMIT 1", (note_id,)).fetchone() is not None
+
+    def at(self, paths: Iterable[str]) -> dict[str, Note]:
+        """The notes at these paths (those that exist and parse)."""
+        paths = list(paths)
+        found = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for path, text in self.db.execute(
+                    f"SELECT path, note FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", chunk):
+                found[path] = note_from_json(text)
+        return found
+
+    @property
+    def notes(self) -> list[Note]:
+        """Every readable note, by path (loaded once per generation)."""
+        gen = self.generation
+        if self._notes_cache is None or self._notes_cache[0] != gen:
+            self._notes_cache = (gen, [note_from_json(text) for (text,) in self.db.execute(
+                "SELECT note FROM notes WHERE note IS NOT NULL ORDER BY path")])
+        return self._notes_cache[1]
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        return list(self.db.execute("SELECT path, problem FROM notes WHERE problem IS NOT NULL ORDER BY path"))
+
+    def paths(self) -> list[str]:
+        return [path for (path,) in self.db.execute("SELECT path FROM notes ORDER BY path")]
+
+    def hashes(self) -> dict[str, str]:
+        """path -> hash of the file's bytes, for every note that parses."""
+        return dict(self.db.execute("SELECT path, hash FROM notes WHERE note IS NOT NULL"))
+
+    def summaries(self) -> list[tuple[str, str, str, str, str, str]]:
+        """(path, id, type, namespace, status, file hash) of every readable note: what recall
+        needs to filter and map vectors, without parsing any note."""
+        return list(self.db.execute(
+            "SELECT path, id, type, namespace, status, hash FROM notes WHERE note IS NOT NULL"))
+
+    def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
+        paths = list(paths)
+        found = {}
+        for start in range(0, len(paths), 500):
+            chunk = paths[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(self.db.execute(
+                f"SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", chunk))
+        return found
+
+    def count(self) -> int:
+        return self.db.execute("SELECT count(*) FROM notes WHERE note IS NOT NULL").fetchone()[0]
+
+    # ------------------------------------------------------------ change feeds
+
+    def changes_since(self, gen: int) -> tuple[int, dict[str, Note], list[str]]:
+        """(current generation, notes changed since `gen` by path, paths removed or unreadable since)."""
+        current = self.generation
+        if current == gen:
+            return current, {}, []
+        changed, removed = {}, []
+        for path, text in self.db.execute("SELECT path, note FROM notes WHERE gen > ?", (gen,)):
+            if text is None:
+                removed.append(path)
+            else:
+                changed[path] = note_from_json(text)
+        removed += [path for (path,) in self.db.execute("SELECT path FROM removed WHERE gen > ?", (gen,))]
+        return current, changed, removed
+
+    def pending_index(self) -> tuple[dict[str, tuple[Note, str, str | None]], list[str]]:
+        """What the BM25 index lacks: notes whose current bytes it has not seen
+        (path -> (note, file hash, digest of the document it holds)), and paths it
+        holds that are gone or unreadable now."""
+        changed = {path: (note_from_json(text), digest, doc) for path, text, digest, doc in self.db.execute(
+            "SELECT path, note, hash, indexed_doc FROM notes WHERE indexed IS NOT hash AND note IS NOT NULL")}
+        unreadable = [path for (path,) in self.db.execute(
+            "SELECT path FROM notes WHERE note IS NULL AND indexed_doc IS NOT NULL")]
+        removed = [path for (path,) in self.db.execute("SELECT path FROM removed WHERE indexed = 1")]
+        return changed, removed + unreadable
+
+    def mark_indexed(self, done: dict[str, tuple[str, str]], removed: list[str]) -> None:
+        """The BM25 index now holds these notes (path -> (file hash, document digest)) and none of `removed`."""
+        with self.transaction():
+            self.db.executemany("UPDATE notes SET indexed = ?, indexed_doc = ? WHERE path = ? AND hash = ?",
+                                [(digest, doc, path, digest) for path, (digest, doc) in done.items()])
+            self.db.executemany("UPDATE notes SET indexed = NULL, indexed_doc = NULL WHERE path = ? AND note IS NULL",
+                                [(path,) for path in removed])
+            self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
+            self.db.execute("DELETE FROM removed WHERE indexed = 0 AND gen < ?", (self.generation - 10_000,))
+
+    def forget_index(self) -> None:
+        """The BM25 index was deleted or rebuilt from nothing: every note is pending again."""
+        with self.transaction():
+            self.db.execute("UPDATE notes SET indexed = NULL, indexed_doc = NULL")
+            self.db.execute("UPDATE removed SET indexed = 0")
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); nests as a no-op."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+        self.outer = False
+
+    def __enter__(self):
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.outer = True
+        return self.db
+
+    def __exit__(self, kind, _value, _tb):
+        if self.outer:
+            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        return False
+
+
+def _meta(db: sqlite3.Connection, key: str) -> str | None:
     try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as handle:
-            pickle.dump((CACHE_VERSION, catalog.entries), handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cache_file)
-    except OSError:
-        pass  # a read-only vault still answers; it is just not cached
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if row is None else row[0]
+
+
+def _like_prefix(folder: str) -> str:
+    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "/%"
+
+
+def _decode(path: Path, data: bytes, max_bytes: int) -> str:
+    from vaultmem.store.files import decode_note
+
+    return decode_note(path, data, max_bytes)
+
+
+def _scan(root: Path, start: str | None = None,
+          recursive: bool = True) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+    """Note files (rel -> (mtime_ns, size)) and folders (rel -> mtime_ns) under `start`
+    (default: every note folder); without `recursive`, `start`'s own files and the
+    names of its sub-folders. Hidden files and folders (swap files, `.trash`) are not notes."""
+    files: dict[str, tuple[int, int]] = {}
+    folders: dict[str, int] = {}
+    prefix = len(str(root)) + 1
+    stack = [os.path.join(root, start)] if start else [os.path.join(root, f) for f in NOTE_FOLDERS]
+    while stack:
+        folder = stack.pop()
+        try:
+            folders[folder[prefix:].replace(os.sep, "/")] = os.stat(folder).st_mtime_ns
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith("."):
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        if recursive:
+                            stack.append(entry.path)
+                        else:
+                            folders[entry.path[prefix:].replace(os.sep, "/")] = entry.stat().st_mtime_ns
+                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        info = entry.stat(follow_symlinks=False)
+                        files[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            folders.pop(folder[prefix:].replace(os.sep, "/"), None)
+            continue
+    return files, folders

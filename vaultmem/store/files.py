@@ -70,6 +70,11 @@ def read_text(path: Path, max_bytes: int) -> str:
         data = path.read_bytes()
     except OSError as exc:
         raise NoteError(path, f"cannot be read ({exc.strerror})", "check the file's permissions") from None
+    return decode_note(path, data, max_bytes)
+
+
+def decode_note(path: Path, data: bytes, max_bytes: int) -> str:
+    """A note file's bytes as text, or NoteError naming what is wrong with them."""
     if len(data) > max_bytes:
         raise NoteError(path, f"is {len(data):,} bytes, over the {max_bytes:,}-byte limit for notes",
                         "split it into smaller notes or raise notes.max_note_bytes in .vaultmem/config.yaml")

@@ -10,7 +10,7 @@ meant to be committed with the vault.
 
 Callers hold the vault's write lock while appending. What this module knows
 of the files comes in as arguments: it reads and writes only the ledger and
-its derived cache.
+its derived state (two tables in the catalog's SQLite file).
 """
 
 from __future__ import annotations
@@ -18,14 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 GENESIS = "0" * 64
-CACHE_VERSION = 1
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
 OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "resolve", "archive", "restore", "promote",
@@ -54,13 +52,6 @@ class LedgerState:
     tip: str = GENESIS
     last: dict[str, dict] = field(default_factory=dict)
 
-    def take(self, record: dict) -> None:
-        self.seq = record.get("seq", self.seq + 1)
-        self.tip = record.get("hash", self.tip)
-        note_id = record.get("id")
-        if note_id:
-            self.last[note_id] = {k: record.get(k) for k in ("op", "path", "content", "time", "seq")}
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -73,63 +64,128 @@ class Problem:
         return {"kind": self.kind, "where": self.where, "detail": self.detail, "id": self.note_id or None}
 
 
+_LAST_FIELDS = ("op", "path", "content", "time", "seq")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_tip (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS ledger_last (id TEXT PRIMARY KEY, op TEXT, path TEXT, content TEXT, time TEXT, seq INTEGER);
+"""
+
+
 class Ledger:
-    def __init__(self, path: Path, cache_path: Path | None = None):
+    """The ledger file, with what it says now (tip, each note's last record) kept in
+    SQLite tables beside the catalog: derived, read incrementally (only the lines
+    appended since), and plain data."""
+
+    def __init__(self, path: Path, db=None):
         self.path = Path(path)
-        self.cache_path = cache_path
-        self._state: LedgerState | None = None
+        self._db_source = db  # a sqlite3 connection, or a callable returning one
+        self._ready = False
+
+    @property
+    def db(self):
+        db = self._db_source() if callable(self._db_source) else self._db_source
+        if not self._ready:
+            db.executescript(_SCHEMA)
+            self._ready = True
+        return db
 
     # ------------------------------------------------------------ writing
 
     def append(self, op: str, note_id: str, path: str, text: str | None, time: str, detail: dict | None = None) -> dict:
         """Add one record at the tip of the chain (caller holds the write lock)."""
-        state = self.state()
-        record = {"seq": state.seq + 1, "time": time, "op": op, "id": note_id, "path": path,
-                  "content": None if text is None else content_hash(text), "prev": state.tip}
+        offset, seq, tip = self._catch_up()
+        record = {"seq": seq + 1, "time": time, "op": op, "id": note_id, "path": path,
+                  "content": None if text is None else content_hash(text), "prev": tip}
         if detail:
             record["detail"] = detail
         record["hash"] = record_hash(record)
-        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8") as handle:
+        with open(self.path, "ab") as handle:
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
-        state.take(record)
-        state.offset += len(line.encode("utf-8"))
+        self._take([record], offset, offset + len(line))
         return record
 
     # ------------------------------------------------------------ reading
 
-    def state(self) -> LedgerState:
-        """The chain's tip and each note's last record, reading only lines added since last time."""
-        state = self._state or self._load_cache() or LedgerState()
+    def _catch_up(self) -> tuple[int, int, str]:
+        """Read the lines appended since last time into the tables; returns (offset, seq, tip)."""
+        offset, seq, tip = self._tip()
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
-            self._state = LedgerState()
-            return self._state
-        if size < state.offset:
-            state = LedgerState()  # the file was replaced or cut: read it again
-        if size > state.offset:
+            size = 0
+        if size < offset or (size == 0 and offset):
+            self._reset()  # the file was replaced or cut: read it again
+            offset, seq, tip = 0, 0, GENESIS
+        if size > offset:
             with open(self.path, "rb") as handle:
-                handle.seek(state.offset)
-                data = handle.read()
+                handle.seek(offset)
+                data = handle.read(size - offset)
             complete = data[: data.rfind(b"\n") + 1]
+            records = []
             for raw in complete.splitlines():
                 try:
                     record = json.loads(raw)
                 except ValueError:
                     continue  # `verify` reports it; the rest of the chain stays usable
                 if isinstance(record, dict):
-                    state.take(record)
-            state.offset += len(complete)
-            self._save_cache(state)
-        self._state = state
-        return state
+                    records.append(record)
+            if complete:
+                self._take(records, offset, offset + len(complete))
+                offset, seq, tip = self._tip()
+        return offset, seq, tip
+
+    def _tip(self) -> tuple[int, int, str]:
+        values = dict(self.db.execute("SELECT key, value FROM ledger_tip"))
+        return int(values.get("offset", 0)), int(values.get("seq", 0)), values.get("tip", GENESIS)
+
+    def _take(self, records: list[dict], start: int, end: int) -> None:
+        db = self.db
+        began = not db.in_transaction
+        if began:
+            db.execute("BEGIN IMMEDIATE")
+        try:
+            offset, seq, tip = self._tip()
+            if offset != start:
+                return  # another process read these lines first
+            for record in records:
+                seq = record.get("seq", seq + 1) if isinstance(record.get("seq"), int) else seq + 1
+                tip = record.get("hash", tip)
+                note_id = record.get("id")
+                if note_id:
+                    db.execute("INSERT OR REPLACE INTO ledger_last VALUES (?, ?, ?, ?, ?, ?)",
+                               (note_id, *(record.get(k) for k in _LAST_FIELDS)))
+            db.executemany("INSERT OR REPLACE INTO ledger_tip VALUES (?, ?)",
+                           [("offset", str(end)), ("seq", str(seq)), ("tip", tip)])
+        finally:
+            if began:
+                db.execute("COMMIT")
+
+    def _reset(self) -> None:
+        self.db.execute("DELETE FROM ledger_tip")
+        self.db.execute("DELETE FROM ledger_last")
+
+    def state(self) -> LedgerState:
+        """The chain's tip and every note's last record."""
+        offset, seq, tip = self._catch_up()
+        last = {row[0]: dict(zip(_LAST_FIELDS, row[1:])) for row in
+                self.db.execute("SELECT id, op, path, content, time, seq FROM ledger_last")}
+        return LedgerState(offset, seq, tip, last)
 
     def last(self, note_id: str) -> dict | None:
-        return self.state().last.get(note_id)
+        self._catch_up()
+        row = self.db.execute("SELECT op, path, content, time, seq FROM ledger_last WHERE id = ?",
+                              (note_id,)).fetchone()
+        return None if row is None else dict(zip(_LAST_FIELDS, row))
+
+    def ids_last_at(self, path: str) -> list[str]:
+        """Notes whose last record puts them at `path` with text (a file deleted there was theirs)."""
+        self._catch_up()
+        return [note_id for (note_id,) in self.db.execute(
+            "SELECT id FROM ledger_last WHERE path = ? AND content IS NOT NULL", (path,))]
 
     def records(self) -> Iterator[tuple[int, dict | None, str]]:
         """Every line as (line number, record or None if unreadable, raw text)."""
@@ -145,28 +201,6 @@ class Ledger:
 
     def history(self, note_id: str) -> list[dict]:
         return [r for _n, r, _raw in self.records() if r and r.get("id") == note_id]
-
-    def _load_cache(self) -> LedgerState | None:
-        if self.cache_path is None:
-            return None
-        try:
-            with open(self.cache_path, "rb") as handle:
-                version, state = pickle.load(handle)
-            return state if version == CACHE_VERSION and isinstance(state, LedgerState) else None
-        except Exception:  # noqa: BLE001 - a missing or damaged cache only means reading the ledger again
-            return None
-
-    def _save_cache(self, state: LedgerState) -> None:
-        if self.cache_path is None:
-            return
-        try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.cache_path.with_suffix(".tmp")
-            with open(tmp, "wb") as handle:
-                pickle.dump((CACHE_VERSION, state), handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.cache_path)
-        except OSError:
-            pass  # the cache is an optimisation
 
 
 # ---------------------------------------------------------------- checking
