@@ -155,3 +155,19 @@ def test_a_watcher_started_with_idle_exit_stops_when_no_one_asks(vault_dir):
     finally:
         if process.poll() is None:
             process.kill()
+
+
+def test_adds_and_grades_are_written_by_the_watcher(vault_dir, watcher):
+    request = {"op": "add", "now": os.environ.get("VAULTMEM_NOW"),
+               "args": {"text": "The VPN gateway is vpn2.example.org", "namespace": "infra", "tags": ["vpn"]}}
+    answer = ask(str(vault_dir), request, timeout=60)
+    assert answer["ok"] and answer["data"]["action"] == "added", answer
+    assert (vault_dir / answer["data"]["path"]).is_file()
+    graded = json.loads(run_process("--vault", str(vault_dir), "grade", answer["data"]["id"], "good", "--json").stdout)
+    assert graded["reps"] == 1 and graded["id"] == answer["data"]["id"]
+    missing = run_process("--vault", str(vault_dir), "grade", "nosuchid", "good", check=False)
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no note with id" in missing.stderr
+    # A client whose clock is pinned otherwise writes in-process, with its own time.
+    later = run_process("--vault", str(vault_dir), "add", "Printers live on VLAN 40", "-n", "infra", "--json",
+                        env={"VAULTMEM_NOW": "2026-03-01T10:00:00"})
+    assert json.loads(later.stdout)["created"] == "2026-03-01T10:00:00"

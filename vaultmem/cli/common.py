@@ -130,21 +130,16 @@ def _split_tags(values) -> list[str]:
         tags.extend(t for t in value.replace(",", " ").split() if t)
     return tags
 
-def _emit_added(out, vault, added, verb: str) -> None:
-    from vaultmem.clock import now as clock_now
-
-    note = added.note
-    data = _note_json(note, clock_now(), vault.config, {
-        "action": added.action, "superseded": list(added.superseded), "contested": list(added.contested),
-        "reason": added.reason, "redacted_kinds": list(added.redacted)})
-    if added.action == "recurrence":
-        human = f"already known: {note.id}  {note.path} (recorded as a recurrence; {added.reason})"
+def _emit_added(out, data: dict, verb: str) -> None:
+    """Print what an add did (`data`: service.writes.added_data, made here or by the watcher)."""
+    if data["action"] == "recurrence":
+        human = f"already known: {data['id']}  {data['path']} (recorded as a recurrence; {data['reason']})"
     else:
-        human = f"{verb} {note.id}  {note.path}"
-        for other in added.superseded:
+        human = f"{verb} {data['id']}  {data['path']}"
+        for other in data["superseded"]:
             human += f"\nsupersedes {other}"
-        for other in added.contested:
+        for other in data["contested"]:
             human += f"\ncontested with {other} (both marked contested: true)"
-        if added.redacted:
-            human += f"\nredacted: {', '.join(added.redacted)} masked"
+        if data["redacted_kinds"]:
+            human += f"\nredacted: {', '.join(data['redacted_kinds'])} masked"
     out.emit(data, human)

@@ -97,14 +97,21 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
 
     Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
     """
+    from vaultmem.ops.provenance import current_project, current_session
+    from vaultmem.service.writes import added_data, send_write
     from vaultmem.vault import check_namespace
 
     check_namespace(namespace)
+    _parse_created(created)
     vault = _vault(vault_path)
-    added = vault.add(text, namespace, tags=_split_tags(tags), source=source, created=_parse_created(created),
-                      tier=tier, explicit=explicit, session=session, redact=redact,
-                      supersede=not no_supersede, merge=not allow_duplicate)
-    _emit_added(out, vault, added, "added")
+    args = dict(text=text, namespace=namespace, tags=_split_tags(tags), source=source, created=created, tier=tier,
+                explicit=explicit, session=current_session(session), project=current_project(None), redact=redact,
+                supersede=not no_supersede, merge=not allow_duplicate)
+    data = send_write(vault.root, "add", args)
+    if data is None:
+        args["created"] = _parse_created(created)
+        data = added_data(vault.add(args.pop("text"), args.pop("namespace"), **args), vault.config)
+    _emit_added(out, data, "added")
 
 
 
@@ -131,7 +138,9 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
     vault = _vault(vault_path)
     added = vault.learn(title, trigger, steps, outcome, lessons, namespace, tags=_split_tags(tags), source=source,
                         redact=redact)
-    _emit_added(out, vault, added, "learned")
+    from vaultmem.service.writes import added_data
+
+    _emit_added(out, added_data(added, vault.config), "learned")
 
 
 @cli.command()
@@ -275,12 +284,10 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
              _table(_note_rows(notes, now, vault.config), NOTE_HEADERS) or "no notes")
 
 
-def _grade_summary(note, now, config) -> str:
-    from vaultmem.clock import format_datetime
-
-    return (f"{note.id}: {note.state}, due {format_datetime(note.due)} UTC, stability {note.stability}, "
-            f"strength {note.strength:.2f}, lapses {note.lapses}"
-            + (f", {note.status}" if note.status != "active" else ""))
+def _grade_summary(note: dict) -> str:
+    return (f"{note['id']}: {note['state']}, due {note['due']} UTC, stability {note['stability']}, "
+            f"strength {note['strength']:.2f}, lapses {note['lapses']}"
+            + (f", {note['status']}" if note["status"] != "active" else ""))
 
 
 @cli.command()
@@ -294,11 +301,15 @@ def grade(note_id, rating, comment, out, vault_path):
     Example: vaultmem grade k3f9x2ab good -c "used it to pick the DB driver"
     """
     from vaultmem.clock import now as clock_now
+    from vaultmem.ops.provenance import current_project, current_session
+    from vaultmem.service.writes import send_write
 
     vault = _vault(vault_path)
-    note = vault.grade(note_id, rating, comment=comment)
-    now = clock_now()
-    out.emit(_note_json(note, now, vault.config), _grade_summary(note, now, vault.config))
+    args = dict(note_id=note_id, rating=rating, comment=comment, session=current_session(), project=current_project())
+    data = send_write(vault.root, "grade", args)
+    if data is None:
+        data = _note_json(vault.grade(args.pop("note_id"), args.pop("rating"), **args), clock_now(), vault.config)
+    out.emit(data, _grade_summary(data))
 
 
 @cli.command(name="grade-batch")
@@ -321,8 +332,8 @@ def grade_batch(pairs, out, vault_path):
     vault = _vault(vault_path)
     notes = vault.grade_batch(parsed)
     now = clock_now()
-    out.emit([_note_json(n, now, vault.config) for n in notes],
-             "\n".join(_grade_summary(n, now, vault.config) for n in notes))
+    data = [_note_json(n, now, vault.config) for n in notes]
+    out.emit(data, "\n".join(_grade_summary(d) for d in data))
 
 
 @cli.command()

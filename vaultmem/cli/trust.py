@@ -55,7 +55,9 @@ def correct(note_id, text, reason, session, out, vault_path):
     """
     vault = _vault(vault_path)
     added = vault.correct(note_id, text, reason, session=session)
-    _emit_added(out, vault, added, "corrected with")
+    from vaultmem.service.writes import added_data
+
+    _emit_added(out, added_data(added, vault.config), "corrected with")
 
 
 @click.command()

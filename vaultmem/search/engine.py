@@ -187,6 +187,7 @@ class RecallEngine:
         if self._gen < 0 or rebuild:
             self._view = _View.of(catalog.summaries())
             changed: dict[str, Note] = {}
+            removed: list[str] = []
             fresh_view = True
             self._unindexed = {p: item[0] for p, item in catalog.pending_index()[0].items()}
         else:
@@ -201,7 +202,7 @@ class RecallEngine:
         if gen != self._gen or rebuild:
             if self.vectors is not None:
                 with self._index_lock():
-                    embedded = self._update_vectors(catalog, changed, fresh_view)
+                    embedded = self._update_vectors(catalog, changed, removed, fresh_view)
             self._gen = gen
         if rebuild or (self._unindexed and (lexical or len(self._unindexed) > LEXICAL_BATCH)) \
                 or (lexical and gen != self._lexical_gen):
@@ -211,10 +212,10 @@ class RecallEngine:
         self._synced_at = time.monotonic()
         return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
 
-    def _update_vectors(self, catalog, changed: dict[str, Note], fresh_view: bool) -> int:
+    def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool) -> int:
         """Give every note whose bytes changed the row of its text's vector (the model
         runs only for texts never embedded); returns how many texts were embedded."""
-        have = self.vectors.rows_of_paths()
+        have = self.vectors.rows_of_paths(None if fresh_view else [*changed, *removed])
         hashes = catalog.hashes() if fresh_view else catalog.hashes_of(changed)
         stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
         notes = {p: changed[p] for p in stale if p in changed}

@@ -92,17 +92,27 @@ class VectorStore:
             handle.seek(0, os.SEEK_END)
             handle.write(vectors.tobytes())
             handle.flush()
-            os.fsync(handle.fileno())
             _rewrite_header(handle, rows + len(vectors), dim, offset)
         return rows
 
     # ------------------------------------------------------------ which row is which note
 
-    def rows_of_paths(self) -> dict[str, tuple[int, str]]:
-        """path -> (row, file hash it was computed for), for every note with a vector."""
+    def rows_of_paths(self, paths=None) -> dict[str, tuple[int, str]]:
+        """path -> (row, file hash it was computed for), for every note with a vector
+        (or just `paths`)."""
         rows, _dim, _offset = _header(self.file)
-        return {path: (row, digest) for path, row, digest in self.db.execute(
-            "SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model_name,)) if row < rows}
+        if paths is None:
+            found = self.db.execute("SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model_name,))
+        else:
+            paths = list(paths)
+            found = []
+            for start in range(0, len(paths), 500):
+                chunk = paths[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                found += self.db.execute(
+                    f"SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
+                    (self.model_name, *chunk)).fetchall()
+        return {path: (row, digest) for path, row, digest in found if row < rows}
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
                known: dict | None = None) -> tuple[dict[str, int], int]:
@@ -209,5 +219,4 @@ def _rewrite_header(handle, rows: int, dim: int, offset: int) -> None:
         raise ValueError("vector file header would change size")  # not before 10^40 rows
     handle.seek(0)
     handle.write(header)
-    handle.flush()
-    os.fsync(handle.fileno())
+    handle.flush()  # no fsync: a cache (a header that outruns its rows is cut back to whole rows on read)

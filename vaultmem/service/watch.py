@@ -89,6 +89,7 @@ def request_handler(engine):
     `similar` (an add's search for memories it repeats or contradicts)."""
     from vaultmem import clock
     from vaultmem.core.present import hit_dicts
+    from vaultmem.service.writes import WRITE_OPS, handle_write
 
     def handle(request: dict) -> dict:
         op = request.get("op")
@@ -98,6 +99,8 @@ def request_handler(engine):
             pairs = engine.similar(request.get("text", ""), request.get("namespace", ""), request.get("kind"),
                                    int(request.get("limit") or 8))
             return {"ok": True, "similar": [[note.id, cosine] for note, cosine in pairs]}
+        if op in WRITE_OPS:
+            return handle_write(engine.vault, request)
         if op != "recall":
             return {"ok": False, "error": f"unknown op {op!r}"}
         now = clock.parse_datetime(request["now"]) if request.get("now") else clock.now()

@@ -1,0 +1,79 @@
+"""The catalog (store/catalog.py): per-note updates, bounded freshness, a cache that holds no code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from vaultmem.search.engine import RecallEngine, rebuild_indexes
+from vaultmem.store import catalog as catalog_module
+from vaultmem.vault import Vault
+
+
+def _generation_of_each(vault):
+    return dict(vault.catalog().db.execute("SELECT path, gen FROM notes"))
+
+
+def test_a_grade_rewrites_one_catalog_row_and_nothing_else(vault):
+    ids = [vault.add(f"Fact {word} about the build", "work", merge=False, supersede=False).note.id
+           for word in ("one", "two", "three")]
+    before = _generation_of_each(vault)
+    graded = vault.grade(ids[0], "good")
+    after = _generation_of_each(vault)
+    assert [p for p in after if after[p] != before[p]] == [graded.path]
+    assert Vault(vault.root).get(ids[0]).reps == 1  # a new process reads it from the catalog
+
+
+def test_a_save_by_rename_is_seen_at_once_an_in_place_edit_after_the_full_check(vault, monkeypatch):
+    note = vault.add("The build server is called hopper", "work", merge=False, supersede=False).note
+    path = vault.root / note.path
+    reader = Vault(vault.root)
+    assert [n.id for n in reader.notes()] == [note.id]
+    # An editor's save: a temp file renamed over the note (its folder's mtime moves).
+    tmp = path.with_name(".tmp-save")
+    tmp.write_text(path.read_text().replace("hopper", "turing"))
+    os.replace(tmp, path)
+    assert "turing" in reader.notes()[0].text
+    # A rewrite in place does not touch the folder: seen by the periodic full check.
+    stat = path.stat()
+    path.write_text(path.read_text().replace("turing", "lovelace"))
+    os.utime(path.parent, ns=(path.parent.stat().st_atime_ns, path.parent.stat().st_mtime_ns))
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 0.0)
+    assert stat.st_ino == path.stat().st_ino
+    assert "lovelace" in reader.notes()[0].text
+    # A single note read by id is checked against its file every time.
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 3600.0)
+    path.write_text(path.read_text().replace("lovelace", "hamilton"))
+    assert "hamilton" in reader.get(note.id).text
+
+
+def test_a_copied_vault_is_not_parsed_or_embedded_again(vault, tmp_path):
+    for word in ("alpha", "beta", "gamma"):
+        vault.add(f"The {word} cluster runs in Frankfurt", "infra", merge=False, supersede=False)
+    assert RecallEngine(vault).sync()["embedded"] == 3
+    copy = tmp_path / "copy"
+    shutil.copytree(vault.root, copy)  # new mtimes and inodes, same bytes
+    for path in (copy / "memories").rglob("*.md"):
+        os.utime(path, ns=(1, 1))
+    copied = Vault(copy)
+    result = RecallEngine(copied).sync()
+    assert result["embedded"] == 0 and result["notes"] == 3
+    assert copied.catalog().generation == vault.catalog().generation  # the stamps moved, no note changed
+
+
+def test_deleting_the_caches_and_reindexing_gives_the_same_results(vault):
+    for text in ("Backups run nightly at 02:00", "The backup bucket is s3://ops-backups", "Lunch is at noon"):
+        vault.add(text, "ops", merge=False, supersede=False)
+    before = [(h.note.id, round(h.score, 6)) for h in vault.recall("when do backups run")]
+    rebuild_indexes(vault)
+    after = [(h.note.id, round(h.score, 6)) for h in Vault(vault.root).recall("when do backups run")]
+    assert before == after and before
+
+
+def test_no_cache_file_can_hold_code(vault):
+    vault.add("Deploys need two approvals", "work")
+    vault.recall("deploy approvals")
+    state = vault.root / ".vaultmem"
+    cached = [p for p in state.rglob("*") if p.is_file()]
+    assert cached and not [p for p in cached if p.suffix in (".pickle", ".pkl")]
+    assert all(p.read_bytes()[:2] != b"\x80\x04" for p in cached)  # no pickle stream either
