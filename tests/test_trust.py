@@ -1,10 +1,16 @@
-"""The trust layer through the CLI on real vaults: corrections, tiers, the ledger, redaction, health."""
+"""The trust layer through the CLI on real vaults: corrections, tiers, the ledger, redaction, health.
+
+Whether an add supersedes, contests or leaves alone a memory depends on the
+embedding model's similarity: the tests that check that detection run the real
+model (`real_model`); those that only need a contradiction to set up
+promotion, resolution or the preview run with the test stand-in."""
 
 from __future__ import annotations
 
 import json
 import unicodedata
 
+import pytest
 import yaml
 
 from vaultmem.core.note import split_frontmatter
@@ -25,6 +31,7 @@ def ledger_ops(vault_dir) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- contradictions
 
 
+@pytest.mark.real_model
 def test_a_chain_of_three_corrections_supersedes_each_older_one(run, vault_dir):
     a = run.json("add", "Staging runs Postgres 14", "-n", "infra")
     b = run.json("add", "Staging runs Postgres 15", "-n", "infra", now="2026-02-01T09:00:00")
@@ -93,6 +100,7 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
 
 
+@pytest.mark.real_model
 def test_an_unclear_conflict_marks_both_contested_and_prompt_says_so(run, vault_dir):
     a = run.json("add", "Our billing service runs in Berlin on 3 servers", "-n", "org")
     b = run.json("add", "Our billing service runs in Paris on 5 servers", "-n", "org")
@@ -280,6 +288,7 @@ def test_python_api_add_returns_what_happened(vault_dir):
     assert [h.note.id for h in vault.recall("postgres on staging")] == [second.note.id]
 
 
+@pytest.mark.real_model
 def test_different_statements_on_one_topic_are_neither_merged_nor_contested(run, vault_dir):
     first = run.json("add", "Thanks, Gina! Your kind words mean a lot. I won't give up!", "-n", "chat")
     second = run.json("add", "Thanks, Jon! Your words are really encouraging. Glad my journey is inspiring others.",
