@@ -17,7 +17,7 @@ def imported_modules(code: str) -> set[str]:
 def test_help_and_recall_client_import_nothing_heavy():
     code = ("import sys; from vaultmem.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "from vaultmem.service.server import ask; from vaultmem.store.discovery import discover")
+            "from vaultmem.service.client import ask; from vaultmem.store.discovery import discover")
     loaded = imported_modules(code)
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -55,7 +55,7 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
 
 def test_fast_recall_client_imports_nothing_heavy():
     code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
-            "from vaultmem.cli.entry import parse_recall; from vaultmem.service.server import ask; "
+            "from vaultmem.cli.entry import parse_recall; from vaultmem.service.client import ask; "
             "from vaultmem.cli.output import print_recall")
     loaded = imported_modules(code)
     assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))

@@ -103,7 +103,8 @@ def export(as_jsonl, output, out, vault_path):
 
 # ---------------------------------------------------------------- Claude Code hooks and the skill file
 # (`vaultmem hooks install|uninstall|status`, `vaultmem hook EVENT`, `vaultmem install-skill DIR`;
-#  the work is in integrations/claude_code.py, claude_settings.py and skill.py)
+#  the work is in integrations/claude_code.py, claude_settings.py and skill.py; the CLI hands them
+#  what only it knows: the command checker and the commands' syntax, from cli/command_check.py)
 
 
 def _settings_target(user, project, local, settings):
@@ -251,9 +252,13 @@ def hook(event, vault_path):
 
     Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
     """
+    import functools
+
+    from vaultmem.cli.command_check import check_command
     from vaultmem.integrations.claude_code import main
 
-    main(event, vault_path)
+    root = click.get_current_context().find_root().command
+    main(event, vault_path, check=functools.partial(check_command, root=root))
 
 
 @click.command(name="install-skill")
@@ -269,9 +274,12 @@ def install_skill(folder, force, out, vault_path):
 
     Example: vaultmem install-skill ~/.claude/skills/vaultmem
     """
+    from vaultmem.cli.command_check import synopses
+    from vaultmem.integrations.skill import SKILL_COMMANDS
     from vaultmem.integrations.skill import install_skill as write_skill
 
-    path, changed = write_skill(folder, force=force)
+    root = click.get_current_context().find_root().command
+    path, changed = write_skill(folder, synopses(root, SKILL_COMMANDS), force=force)
     out.emit({"skill": str(path), "changed": changed}, f"{'wrote' if changed else 'unchanged'}: {path}")
 
 

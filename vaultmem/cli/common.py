@@ -119,7 +119,7 @@ NOTE_HEADERS = ["ID", "NAMESPACE", "STATUS", "TIER", "STRENGTH", "LABEL", "TITLE
 def _parse_created(value):
     if value is None:
         return None
-    from vaultmem.clock import parse_datetime
+    from vaultmem.timefmt import parse_datetime
 
     return parse_datetime(value, what="--created")
 

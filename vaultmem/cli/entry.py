@@ -54,19 +54,6 @@ def parse_recall(argv: list[str]) -> dict | None:
     return options
 
 
-def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False) -> dict | None:
-    """The watcher's recall answer, or None (none running, disabled, or it failed): then recall in-process."""
-    if os.environ.get("VAULTMEM_NO_SERVER"):
-        return None
-    from vaultmem.service.server import ask
-    from vaultmem.store.discovery import discover_root
-
-    request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
-               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
-    answer = ask(discover_root(vault), request)
-    return answer if answer and answer.get("ok") else None
-
-
 def fast_recall(argv: list[str]) -> bool:
     """Answer a recall through the watcher; False when the full CLI must do it."""
     if os.environ.get("VAULTMEM_NO_SERVER"):
@@ -74,6 +61,8 @@ def fast_recall(argv: list[str]) -> bool:
     options = parse_recall(argv)
     if options is None:
         return False
+    from vaultmem.service.client import ask_watcher
+
     answer = ask_watcher(options.get("vault"), options["query"], options.get("top_k"), options.get("namespace"),
                          options.get("kind"), options["include_hidden"])
     if answer is None:
@@ -101,8 +90,16 @@ def fast_hook(argv: list[str]) -> bool:
         return False  # options only the full command knows (--help): let click answer
     from vaultmem.integrations.claude_code import main as run_hook_process
 
-    run_hook_process(event or "", vault)
+    run_hook_process(event or "", vault, check=check_bash)
     return True
+
+
+def check_bash(command: str, cwd: str | None = None) -> str | None:
+    """PreToolUse's judge of a Bash line against the full command tree (loads click only when asked)."""
+    from vaultmem.cli.command_check import check_command
+    from vaultmem.cli.main import cli
+
+    return check_command(command, cwd, root=cli)
 
 
 def main() -> None:

@@ -152,8 +152,8 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    from vaultmem.cli.entry import ask_watcher
     from vaultmem.search.engine import scope as recall_scope
+    from vaultmem.service.client import ask_watcher
 
     scope = recall_scope(include_hidden, history)
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
@@ -276,7 +276,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
 
 
 def _grade_summary(note, now, config) -> str:
-    from vaultmem.clock import format_datetime
+    from vaultmem.timefmt import format_datetime
 
     return (f"{note.id}: {note.state}, due {format_datetime(note.due)} UTC, stability {note.stability}, "
             f"strength {note.strength:.2f}, lapses {note.lapses}"
@@ -392,7 +392,7 @@ def decay(days, dry_run, out, vault_path):
 
     Example: vaultmem decay --dry-run
     """
-    from vaultmem.clock import format_datetime
+    from vaultmem.timefmt import format_datetime
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
@@ -451,7 +451,9 @@ def health(out, vault_path):
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
-    report = health_report(vault.catalog(), clock_now(), vault.config, vault.verify(record=False), status)
+    catalog = vault.catalog()
+    report = health_report(catalog.notes, catalog.problems, clock_now(), vault.config, vault.verify(record=False),
+                           status)
     report["recall"] = status
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),

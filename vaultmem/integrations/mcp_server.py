@@ -139,10 +139,8 @@ def _choice(value: str | None, name: str, allowed) -> str | None:
 
 
 def _plain(data):
-    """JSON-able data: datetimes as text, tuples as lists."""
-    from vaultmem.cli.output import to_json
-
-    return json.loads(to_json(data))
+    """JSON-able data: datetimes as text, tuples as lists (as the CLI's --json prints them)."""
+    return json.loads(json.dumps(data, ensure_ascii=False, default=str))
 
 
 _KINDS = ((SecretFound, "secret found"), (NotFound, "not found"), (NoteError, "broken note"),
