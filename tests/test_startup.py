@@ -53,6 +53,13 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
         assert parse_recall(deferred) is None, deferred
 
 
+def test_fast_recall_knows_the_note_types():
+    from vaultmem.cli import entry
+    from vaultmem.core.model import TYPES
+
+    assert entry._TYPES == TYPES
+
+
 def test_fast_recall_client_imports_nothing_heavy():
     code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
             "from vaultmem.cli.entry import parse_recall; from vaultmem.service.client import ask; "

@@ -15,6 +15,9 @@ import os
 import sys
 
 _FLAGS = {"--json": "as_json", "-q": "quiet", "--quiet": "quiet", "--all": "include_hidden", "--explain": "explain"}
+# core.model.TYPES, spelled out: importing core.model would cost this path dataclasses and typing
+# (~10 ms on every prompt); tests/test_startup.py holds the two equal.
+_TYPES = ("memory", "skill")
 _VALUES = {"--vault": "vault", "-k": "top_k", "--top-k": "top_k", "-n": "namespace", "--namespace": "namespace",
            "--type": "kind"}
 
@@ -48,7 +51,7 @@ def parse_recall(argv: list[str]) -> dict | None:
         if not options["top_k"].isdigit() or not 1 <= int(options["top_k"]) <= 1000:
             return None
         options["top_k"] = int(options["top_k"])
-    if options.get("kind") not in (None, "memory", "skill"):
+    if options.get("kind") not in (None, *_TYPES):
         return None
     options["query"] = query
     return options

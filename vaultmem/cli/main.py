@@ -30,6 +30,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     _warn_problems,
     common,
 )
+from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, recall_scope
 from vaultmem.errors import EXIT_BAD_INPUT
 
 # ---------------------------------------------------------------- commands
@@ -139,7 +140,7 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("-k", "--top-k", type=click.IntRange(1, 1000), default=None,
               help="How many results (default: recall.top_k).")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
-@click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
+@click.option("--type", "kind", type=click.Choice(TYPES), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
 @click.option("--explain", is_flag=True,
@@ -152,7 +153,6 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    from vaultmem.search.engine import scope as recall_scope
     from vaultmem.service.client import ask_watcher
 
     scope = recall_scope(include_hidden, history)
@@ -247,9 +247,9 @@ def show(note_id, out, vault_path):
 
 @cli.command(name="list")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
-@click.option("--type", "kind", type=click.Choice(["memory", "skill"]))
-@click.option("--status", type=click.Choice(["active", "stale", "archived", "suspended", "superseded"]))
-@click.option("--tier", type=click.Choice(["L0", "L1", "L2", "L3"]))
+@click.option("--type", "kind", type=click.Choice(TYPES))
+@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--tier", type=click.Choice(TIERS))
 @click.option("--tag", help="Only notes with this tag.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--limit", type=click.IntRange(1), default=None)
@@ -262,7 +262,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    notes = vault.notes(include_hidden=include_hidden or status in ("archived", "suspended", "superseded"))
+    notes = vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
     _warn_problems(vault, out)
     notes = [n for n in notes
              if (not namespace or n.namespace == namespace or n.namespace.startswith(namespace.rstrip("/") + "/"))
