@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vaultmem.cli.common import _vault, common
+from vaultmem.errors import EXIT_BAD_INPUT, EXIT_CONFLICT
 
 # ---------------------------------------------------------------- the MCP server (`vaultmem mcp`)
 
@@ -66,9 +67,9 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
     report = run_import(vault, path, fmt=fmt, namespace=namespace, dry_run=dry_run, redact=redact)
     out.emit(report.to_dict(), report.summary())
     if report.errors:
-        click.get_current_context().exit(2)
+        click.get_current_context().exit(EXIT_BAD_INPUT)
     if report.conflicts:
-        click.get_current_context().exit(3)
+        click.get_current_context().exit(EXIT_CONFLICT)
 
 
 @click.command()

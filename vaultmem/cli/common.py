@@ -7,9 +7,7 @@ import os
 
 import click
 
-from vaultmem.errors import VaultmemError
-
-INTERNAL_ERROR = 70
+from vaultmem.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, VaultmemError
 
 
 class VaultmemGroup(click.Group):
@@ -23,12 +21,12 @@ class VaultmemGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            _fail(ctx, "interrupted", 130)
+            _fail(ctx, "interrupted", EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
             if os.environ.get("VAULTMEM_DEBUG"):
                 raise
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
-                  INTERNAL_ERROR)
+                  EXIT_INTERNAL)
 
 
 def _fail(ctx, message: str, code: int):

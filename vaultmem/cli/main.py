@@ -2,7 +2,9 @@
 
 Every command takes `--json` (data for agents), `-q` (exit code only) and
 `--vault PATH`. Errors are one line on stderr and a documented exit code:
-0 ok, 1 not found, 2 bad usage or input, 3 a file kept changing under a write.
+0 ok, 1 not found, 2 bad usage or input, 3 a file kept changing under a write,
+4 the ledger is broken (verify), 70 internal error, 130 interrupted; all named
+in vaultmem/errors.py.
 Heavy modules (whoosh, fsrs, onnxruntime) are imported inside the commands
 that need them, so `vaultmem --help` and light commands start fast.
 """
@@ -15,7 +17,6 @@ from datetime import datetime
 import click
 
 from vaultmem.cli.common import (  # noqa: F401 - shared with the command modules
-    INTERNAL_ERROR,
     NOTE_HEADERS,
     Output,
     VaultmemGroup,
