@@ -75,6 +75,16 @@ def test_list_filters_and_top(run):
     assert [n["id"] for n in run.json("top", "--n", "1")] == [b["id"]]
 
 
+@pytest.mark.parametrize("wanted", ["work", "work/", "/work", " work/ ", "work/infra", "work/infra/"])
+def test_namespace_filters_take_the_namespace_and_the_ones_below_it_however_typed(run, wanted):
+    infra = run.json("add", "The build cache lives on the infra NAS", "-n", "work/infra")
+    run.json("add", "Workshop on Friday", "-n", "workshop")  # shares the prefix "work", not the namespace
+    assert [n["id"] for n in run.json("top", "-n", wanted)] == [infra["id"]]
+    assert [m["id"] for m in run.json("prompt", "-n", wanted)["memories"]] == [infra["id"]]
+    assert [n["id"] for n in run.json("list", "-n", wanted)] == [infra["id"]]
+    assert [h["id"] for h in run.json("recall", "build cache NAS", "-n", wanted)] == [infra["id"]]
+
+
 def test_prompt_puts_durable_tiers_first_and_respects_the_budget(run):
     low = run.json("add", "An ordinary fact", "-n", "x")
     high = run.json("add", "A durable rule", "-n", "x", "--tier", "L3")

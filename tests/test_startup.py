@@ -49,7 +49,8 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
     assert parsed["query"] == "how do we deploy" and parsed["top_k"] == 3 and parsed["namespace"] == "work"
     assert parsed["vault"] == "/v" and parsed["as_json"] is True
     for deferred in (["recall"], ["recall", "q", "--help"], ["recall", "q", "-k", "0"], ["recall", "q", "--type", "x"],
-                     ["list"], ["recall", "q", "extra"], ["recall", "q", "--bogus"]):
+                     ["list"], ["recall", "q", "extra"], ["recall", "q", "--bogus"],
+                     ["recall", "q", "-n", "work/"], ["recall", "q", "-n", " work"]):
         assert parse_recall(deferred) is None, deferred
 
 

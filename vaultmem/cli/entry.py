@@ -53,6 +53,10 @@ def parse_recall(argv: list[str]) -> dict | None:
         options["top_k"] = int(options["top_k"])
     if options.get("kind") not in (None, *_TYPES):
         return None
+    namespace = options.get("namespace")
+    if namespace is not None and (namespace != namespace.strip() or namespace.startswith("/")
+                                  or namespace.endswith("/")):
+        return None  # not in the stored form: the full CLI normalises it (core.model.namespace_filter)
     options["query"] = query
     return options
 

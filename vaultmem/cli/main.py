@@ -31,7 +31,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     _warn_problems,
     common,
 )
-from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, recall_scope
+from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, in_namespace, namespace_filter, recall_scope
 from vaultmem.errors import EXIT_BAD_INPUT
 
 # ---------------------------------------------------------------- commands
@@ -157,6 +157,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
     from vaultmem.service.client import ask_watcher
 
     scope = recall_scope(include_hidden, history)
+    namespace = namespace_filter(namespace) or None
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
@@ -266,7 +267,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
     notes = vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
     _warn_problems(vault, out)
     notes = [n for n in notes
-             if (not namespace or n.namespace == namespace or n.namespace.startswith(namespace.rstrip("/") + "/"))
+             if in_namespace(n.namespace, namespace)
              and (not kind or n.type == kind) and (not status or n.status == status)
              and (not tier or n.tier == tier) and (not tag or tag.lstrip("#") in n.tags)]
     notes.sort(key=lambda n: (n.created, n.id), reverse=True)
@@ -357,8 +358,7 @@ def top(count, namespace, out, vault_path):
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    notes = [n for n in vault.notes()
-             if not namespace or n.namespace == namespace or n.namespace.startswith(namespace + "/")]
+    notes = [n for n in vault.notes() if in_namespace(n.namespace, namespace)]
     notes = sorted(notes, key=lambda n: (-n.strength, -n.reps, n.created))[:count]
     now = clock_now()
     out.emit([_note_json(n, now, vault.config) for n in notes],

@@ -116,6 +116,18 @@ class Note:
         return self.status in HIDDEN_STATUSES
 
 
+def namespace_filter(wanted: str | None) -> str:
+    """A namespace filter as a person types it (`work/`, ` /work`) in the stored form (`work`); '' for none."""
+    return (wanted or "").strip().strip("/")
+
+
+def in_namespace(note_namespace: str, wanted: str | None) -> bool:
+    """Whether a note of `note_namespace` passes the filter `wanted`: the namespace itself or one
+    below it (`work` takes `work` and `work/infra`, not `workshop`). No filter (None, '') takes all."""
+    ns = namespace_filter(wanted)
+    return not ns or note_namespace == ns or note_namespace.startswith(ns + "/")
+
+
 def section(body: str, name: str) -> str:
     """The text under `## name` in a body, flattened to one line ('' if absent)."""
     lines, inside = [], False

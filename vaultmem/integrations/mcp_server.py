@@ -53,7 +53,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, RATINGS, STATUSES, TIERS, TYPES
+from vaultmem.core.model import HIDDEN_STATUSES, RATINGS, STATUSES, TIERS, TYPES, in_namespace
 from vaultmem.errors import (
     BadInput,
     ConflictError,
@@ -291,10 +291,9 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         kind = _choice(kind, "kind", TYPES)
         status = _choice(status, "status", STATUSES)
         tier = _choice(tier.upper() if tier else tier, "tier", TIERS)
-        prefix = (namespace or "").strip("/")
         tag = (tag or "").lstrip("#")
         notes = [n for n in tools.vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
-                 if (not prefix or n.namespace == prefix or n.namespace.startswith(prefix + "/"))
+                 if in_namespace(n.namespace, namespace)
                  and (not kind or n.type == kind) and (not status or n.status == status)
                  and (not tier or n.tier == tier) and (not tag or tag in n.tags)]
         notes.sort(key=lambda n: (n.created, n.id), reverse=True)
