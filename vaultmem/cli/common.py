@@ -1,4 +1,9 @@
-"""What every command shares: the error-to-exit-code edge, --vault/--json/-q, and output helpers."""
+"""What every command shares: the error-to-exit-code edge, --vault/--json/-q, and output helpers.
+
+Errors become exit codes in one place, `VaultmemGroup.invoke`: every command
+(those of subgroups such as `hooks` too) runs inside it. `common` only records
+the command's -q where that place can see it (the context's shared `meta`).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,14 @@ import click
 
 from vaultmem.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, VaultmemError
 
+# ctx.meta key (meta is shared by every context of one invocation): -q given before or after the command.
+QUIET = "vaultmem.quiet"
+
 
 class VaultmemGroup(click.Group):
-    """Turns vaultmem's errors into one line and its exit code, never a traceback."""
+    """Turns vaultmem's errors into one line on stderr and their exit code, never a traceback:
+    VaultmemError -> its exit_code, Ctrl-C -> EXIT_INTERRUPTED, anything else -> EXIT_INTERNAL.
+    click's own usage errors keep click's message and exit 2."""
 
     def invoke(self, ctx):
         try:
@@ -36,6 +46,8 @@ def _fail(ctx, message: str, code: int):
 
 
 def _quiet(ctx) -> bool:
+    if ctx.meta.get(QUIET):
+        return True
     while ctx is not None:
         if ctx.params.get("quiet"):
             return True
@@ -55,12 +67,8 @@ def common(func):
         ctx = click.get_current_context()
         parent = ctx.parent.params if ctx.parent else {}
         out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
-        try:
-            return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
-        except VaultmemError as exc:
-            if not out.quiet:
-                click.echo(f"vaultmem: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+        ctx.meta[QUIET] = out.quiet  # for VaultmemGroup.invoke, which turns errors into exit codes
+        return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
 
     return wrapper
 
