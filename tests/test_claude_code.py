@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from vaultmem.cli.entry import check_bash
 from vaultmem.cli.main import cli
 from vaultmem.core.capture import observations
 from vaultmem.integrations.claude_code import run_hook
@@ -21,7 +22,6 @@ from vaultmem.integrations.claude_settings import (
     merge_hooks,
     remove_hooks,
 )
-from vaultmem.integrations.command_check import check_command
 from vaultmem.vault import Vault
 
 EVENTS = ["SessionStart", "UserPromptSubmit", "PreToolUse", "Stop", "SessionEnd"]
@@ -225,7 +225,7 @@ def test_session_start_starts_a_watcher_so_each_prompt_recalls_fast(filled, tmp_
     import signal
     import time
 
-    from vaultmem.service.server import ask
+    from vaultmem.service.client import ask
 
     hook("session-start", base("SessionStart", tmp_path, source="startup"), filled,
          VAULTMEM_AUTOWATCH="on", VAULTMEM_NO_SERVER="")
@@ -309,7 +309,7 @@ def test_pre_tool_use_denies_namespace_less_adds_and_invented_flags(filled, tmp_
                                      'echo "vaultmem add x"', 'vaultmem recall "$Q" -k "$K"',
                                      "vaultmem recall x 2>/dev/null", "vaultmem add --help", "vaultmem 'unclosed"])
 def test_pre_tool_use_allows_everything_else(command):
-    assert check_command(command) is None
+    assert check_bash(command) is None
 
 
 def test_pre_tool_use_ignores_other_tools(tmp_path, filled):
@@ -466,12 +466,13 @@ def test_one_hook_switched_off(filled, tmp_path):
     assert hook("user-prompt-submit", prompt, filled, VAULTMEM_HOOK_USER_PROMPT="off").stdout == ""
     assert hook("session-start", base("SessionStart", tmp_path), filled, VAULTMEM_HOOK_USER_PROMPT="off").stdout
     assert run_hook("pre-tool-use", json.dumps(bash(tmp_path, 'vaultmem add "x"')),
-                    env={"VAULTMEM_HOOK_PRE_TOOL": "off"}) == ("", 0)
+                    env={"VAULTMEM_HOOK_PRE_TOOL": "off"}, check=check_bash) == ("", 0)
     assert run_hook("no-such-event", "{}") == ("", 0)
     later = subprocess.run([sys.executable, "-m", "vaultmem", "hook", "pre-tool-use-v9", "--new-flag", "x"],
                            input="{}", capture_output=True, text=True, check=False)
     assert (later.returncode, later.stdout) == (0, "")  # never exit 2: that would block every Bash command
-    named = run_hook("", json.dumps(bash(tmp_path, 'vaultmem add "x"')))  # the event from hook_event_name
+    named = run_hook("", json.dumps(bash(tmp_path, 'vaultmem add "x"')),
+                     check=check_bash)  # the event from hook_event_name
     assert json.loads(named[0])["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 

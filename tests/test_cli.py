@@ -75,6 +75,16 @@ def test_list_filters_and_top(run):
     assert [n["id"] for n in run.json("top", "--n", "1")] == [b["id"]]
 
 
+@pytest.mark.parametrize("wanted", ["work", "work/", "/work", " work/ ", "work/infra", "work/infra/"])
+def test_namespace_filters_take_the_namespace_and_the_ones_below_it_however_typed(run, wanted):
+    infra = run.json("add", "The build cache lives on the infra NAS", "-n", "work/infra")
+    run.json("add", "Workshop on Friday", "-n", "workshop")  # shares the prefix "work", not the namespace
+    assert [n["id"] for n in run.json("top", "-n", wanted)] == [infra["id"]]
+    assert [m["id"] for m in run.json("prompt", "-n", wanted)["memories"]] == [infra["id"]]
+    assert [n["id"] for n in run.json("list", "-n", wanted)] == [infra["id"]]
+    assert [h["id"] for h in run.json("recall", "build cache NAS", "-n", wanted)] == [infra["id"]]
+
+
 def test_prompt_puts_durable_tiers_first_and_respects_the_budget(run):
     low = run.json("add", "An ordinary fact", "-n", "x")
     high = run.json("add", "A durable rule", "-n", "x", "--tier", "L3")
@@ -162,6 +172,45 @@ def test_subprocess_errors_never_print_tracebacks(vault_dir):
         result = run_process("--vault", str(vault_dir), *args, check=False)
         assert result.returncode == code, (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def _boom(exc):
+    def raise_it(*_args, **_kwargs):
+        raise exc
+    return raise_it
+
+
+@pytest.mark.parametrize(("args", "code", "fails"), [
+    (["show", "missing"], 1, None),  # NotFound
+    (["why", "missing"], 1, None),
+    (["correct", "missing", "the right text"], 1, None),
+    (["import", "/no/such/file.jsonl"], 1, None),
+    (["add", "no namespace"], 2, None),  # BadInput
+    (["grade", "missing", "splendid"], 2, None),
+    (["promote", "--tier", "L2"], 2, None),
+    (["hooks", "install", "--user", "--project", "--dry-run"], 2, None),  # a subgroup's command
+    (["add", "x", "-n", "work"], 3, ("add", "ConflictError", "kept changing")),
+    (["list"], 70, ("notes", "RuntimeError", "disk on fire")),  # EXIT_INTERNAL
+    (["list"], 130, ("notes", "KeyboardInterrupt", "")),  # EXIT_INTERRUPTED
+])
+def test_each_error_exits_with_its_code_and_one_line_on_stderr(run, monkeypatch, args, code, fails):
+    """Errors become exit codes in one place (VaultmemGroup.invoke): the code, one line, no traceback;
+    with -q (after or before the command) the code alone."""
+    from vaultmem import errors
+    from vaultmem.vault import Vault
+
+    if fails:
+        method, kind, message = fails
+        exc = KeyboardInterrupt() if kind == "KeyboardInterrupt" else getattr(errors, kind, RuntimeError)(message)
+        monkeypatch.setattr(Vault, method, _boom(exc))
+    result = run(*args, expect=code)
+    assert result.stdout == "" and result.stderr.startswith("vaultmem: ") and result.stderr.count("\n") == 1, \
+        result.stderr
+    assert "Traceback" not in result.stderr
+    assert {70: "internal error: RuntimeError: disk on fire", 130: "interrupted"}.get(code, "") in result.stderr
+    for quiet in ([*args, "-q"], ["-q", *args]):
+        result = run(*quiet, expect=code)
+        assert result.output == "", (quiet, result.output)
 
 
 def test_bad_config_is_reported_with_the_file(vault_dir):

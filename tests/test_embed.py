@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 import pytest
-from vaultmem.search import embed
 
+from vaultmem.search import embed
 from vaultmem.search.embed import (
     DEFAULT_NAME,
     Embedder,

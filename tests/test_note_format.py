@@ -150,3 +150,13 @@ def _defaults():
     return {"id": "x", "type": "memory", "namespace": "default", "tags": (), "status": "active", "tier": "L1",
             "strength": 0.5, "state": "learning", "step": 0, "stability": None, "difficulty": None, "due": t,
             "last_review": None, "reps": 0, "lapses": 0, "created": t, "updated": t, "decayed": None, "source": ""}
+
+
+@pytest.mark.parametrize(("note_namespace", "wanted", "expected"), [
+    ("work/infra", "work", True), ("work/infra", "work/", True), ("work/infra", "/work/infra/", True),
+    ("work", "work", True), ("workshop", "work", False), ("work", "work/infra", False),
+    ("anything", None, True), ("anything", "", True), ("anything", "/", True)])
+def test_in_namespace_takes_the_namespace_and_the_ones_below_it(note_namespace, wanted, expected):
+    from vaultmem.core.model import in_namespace
+
+    assert in_namespace(note_namespace, wanted) is expected

@@ -17,7 +17,7 @@ def imported_modules(code: str) -> set[str]:
 def test_help_and_recall_client_import_nothing_heavy():
     code = ("import sys; from vaultmem.cli.main import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "from vaultmem.service.server import ask; from vaultmem.store.discovery import discover")
+            "from vaultmem.service.client import ask; from vaultmem.store.discovery import discover")
     loaded = imported_modules(code)
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -49,13 +49,21 @@ def test_fast_recall_parses_plain_command_lines_and_defers_the_rest():
     assert parsed["query"] == "how do we deploy" and parsed["top_k"] == 3 and parsed["namespace"] == "work"
     assert parsed["vault"] == "/v" and parsed["as_json"] is True
     for deferred in (["recall"], ["recall", "q", "--help"], ["recall", "q", "-k", "0"], ["recall", "q", "--type", "x"],
-                     ["list"], ["recall", "q", "extra"], ["recall", "q", "--bogus"]):
+                     ["list"], ["recall", "q", "extra"], ["recall", "q", "--bogus"],
+                     ["recall", "q", "-n", "work/"], ["recall", "q", "-n", " work"]):
         assert parse_recall(deferred) is None, deferred
+
+
+def test_fast_recall_knows_the_note_types():
+    from vaultmem.cli import entry
+    from vaultmem.core.model import TYPES
+
+    assert entry._TYPES == TYPES
 
 
 def test_fast_recall_client_imports_nothing_heavy():
     code = ("import sys; sys.argv = ['vaultmem', 'recall', 'x']\n"
-            "from vaultmem.cli.entry import parse_recall; from vaultmem.service.server import ask; "
+            "from vaultmem.cli.entry import parse_recall; from vaultmem.service.client import ask; "
             "from vaultmem.cli.output import print_recall")
     loaded = imported_modules(code)
     assert not loaded & (set(HEAVY) | {"click", "tempfile"}), sorted(loaded & (set(HEAVY) | {"click", "tempfile"}))

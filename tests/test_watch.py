@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from vaultmem.service.server import ask, socket_path
+from vaultmem.service.client import ask, socket_path
 
 from .conftest import run_process
 

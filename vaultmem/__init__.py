@@ -8,6 +8,24 @@
 
 Names are imported on first use, so `import vaultmem.cli.main` (run on every agent
 prompt) does not pay for YAML, FSRS or the indexes it may not need.
+
+The package is layered; a module imports only from its own layer and the layers
+below it (tests/test_layers.py checks every import, lazy ones included, and that
+there are no import cycles):
+
+    base          errors, timefmt, clock, config
+    core          pure rules: no I/O, nothing above base (only errors, timefmt, config)
+    store         files, catalog, ledger, template, discovery
+    search        bm25, embed, vectors, engine
+    ops           corrections, promotion, audit, provenance
+    service       watch, server, client
+    vault         vault.py, the facade (and this package's exports)
+    integrations  claude_code, claude_settings, skill, mcp_server, importers, exporters
+    cli           entry, main, agents, trust, common, output, command_check
+
+`cli` sits above `integrations`: it wires them to commands and hands them what
+only it knows (the command checker, the commands' syntax); no integration
+imports the CLI.
 """
 
 from importlib import import_module

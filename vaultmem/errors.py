@@ -1,5 +1,6 @@
-"""The error tree. Every error vaultmem raises on purpose carries the exit code
-the CLI returns for it and a one-line message that names the problem and the fix.
+"""The error tree and every exit code. Every error vaultmem raises on purpose carries
+the exit code the CLI returns for it and a one-line message that names the problem
+and the fix.
 
     VaultmemError (exit 2)          anything vaultmem refuses, with a message
     ├── NotFound (exit 1)           an id, note or namespace that does not exist
@@ -8,6 +9,15 @@ the CLI returns for it and a one-line message that names the problem and the fix
     ├── NoteError (exit 2)          a note file that cannot be read (broken YAML, binary, too big)
     ├── ConflictError (exit 3)      a file kept changing under a write; nothing was written
     └── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
+
+Exit codes without an error class (the CLI sets them; the README lists them all):
+
+    EXIT_LEDGER_BROKEN (4)   `verify` found a break in the ledger (with --strict: any difference)
+    EXIT_INTERNAL (70)       an unexpected exception, shown as one line (VAULTMEM_DEBUG=1: the traceback)
+    EXIT_INTERRUPTED (130)   Ctrl-C (128 + SIGINT, as shells report it)
+
+`import` exits EXIT_BAD_INPUT when records failed and EXIT_CONFLICT when some
+already exist with other text, after printing its report.
 """
 
 from __future__ import annotations
@@ -17,6 +27,9 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_BAD_INPUT = 2
 EXIT_CONFLICT = 3
+EXIT_LEDGER_BROKEN = 4
+EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+EXIT_INTERRUPTED = 130
 
 
 class VaultmemError(Exception):

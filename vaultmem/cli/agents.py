@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from vaultmem.cli.common import _vault, common
+from vaultmem.errors import EXIT_BAD_INPUT, EXIT_CONFLICT
 
 # ---------------------------------------------------------------- the MCP server (`vaultmem mcp`)
 
@@ -66,9 +67,9 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
     report = run_import(vault, path, fmt=fmt, namespace=namespace, dry_run=dry_run, redact=redact)
     out.emit(report.to_dict(), report.summary())
     if report.errors:
-        click.get_current_context().exit(2)
+        click.get_current_context().exit(EXIT_BAD_INPUT)
     if report.conflicts:
-        click.get_current_context().exit(3)
+        click.get_current_context().exit(EXIT_CONFLICT)
 
 
 @click.command()
@@ -103,7 +104,8 @@ def export(as_jsonl, output, out, vault_path):
 
 # ---------------------------------------------------------------- Claude Code hooks and the skill file
 # (`vaultmem hooks install|uninstall|status`, `vaultmem hook EVENT`, `vaultmem install-skill DIR`;
-#  the work is in integrations/claude_code.py, claude_settings.py and skill.py)
+#  the work is in integrations/claude_code.py, claude_settings.py and skill.py; the CLI hands them
+#  what only it knows: the command checker and the commands' syntax, from cli/command_check.py)
 
 
 def _settings_target(user, project, local, settings):
@@ -251,9 +253,13 @@ def hook(event, vault_path):
 
     Example: echo '{"prompt": "how do we deploy", "cwd": "."}' | vaultmem hook user-prompt-submit
     """
+    import functools
+
+    from vaultmem.cli.command_check import check_command
     from vaultmem.integrations.claude_code import main
 
-    main(event, vault_path)
+    root = click.get_current_context().find_root().command
+    main(event, vault_path, check=functools.partial(check_command, root=root))
 
 
 @click.command(name="install-skill")
@@ -269,9 +275,12 @@ def install_skill(folder, force, out, vault_path):
 
     Example: vaultmem install-skill ~/.claude/skills/vaultmem
     """
+    from vaultmem.cli.command_check import synopses
+    from vaultmem.integrations.skill import SKILL_COMMANDS
     from vaultmem.integrations.skill import install_skill as write_skill
 
-    path, changed = write_skill(folder, force=force)
+    root = click.get_current_context().find_root().command
+    path, changed = write_skill(folder, synopses(root, SKILL_COMMANDS), force=force)
     out.emit({"skill": str(path), "changed": changed}, f"{'wrote' if changed else 'unchanged'}: {path}")
 
 

@@ -1,4 +1,9 @@
-"""What every command shares: the error-to-exit-code edge, --vault/--json/-q, and output helpers."""
+"""What every command shares: the error-to-exit-code edge, --vault/--json/-q, and output helpers.
+
+Errors become exit codes in one place, `VaultmemGroup.invoke`: every command
+(those of subgroups such as `hooks` too) runs inside it. `common` only records
+the command's -q where that place can see it (the context's shared `meta`).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,16 @@ import os
 
 import click
 
-from vaultmem.errors import VaultmemError
+from vaultmem.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, VaultmemError
 
-INTERNAL_ERROR = 70
+# ctx.meta key (meta is shared by every context of one invocation): -q given before or after the command.
+QUIET = "vaultmem.quiet"
 
 
 class VaultmemGroup(click.Group):
-    """Turns vaultmem's errors into one line and its exit code, never a traceback."""
+    """Turns vaultmem's errors into one line on stderr and their exit code, never a traceback:
+    VaultmemError -> its exit_code, Ctrl-C -> EXIT_INTERRUPTED, anything else -> EXIT_INTERNAL.
+    click's own usage errors keep click's message and exit 2."""
 
     def invoke(self, ctx):
         try:
@@ -23,12 +31,12 @@ class VaultmemGroup(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
-            _fail(ctx, "interrupted", 130)
+            _fail(ctx, "interrupted", EXIT_INTERRUPTED)
         except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
             if os.environ.get("VAULTMEM_DEBUG"):
                 raise
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
-                  INTERNAL_ERROR)
+                  EXIT_INTERNAL)
 
 
 def _fail(ctx, message: str, code: int):
@@ -38,6 +46,8 @@ def _fail(ctx, message: str, code: int):
 
 
 def _quiet(ctx) -> bool:
+    if ctx.meta.get(QUIET):
+        return True
     while ctx is not None:
         if ctx.params.get("quiet"):
             return True
@@ -57,12 +67,8 @@ def common(func):
         ctx = click.get_current_context()
         parent = ctx.parent.params if ctx.parent else {}
         out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
-        try:
-            return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
-        except VaultmemError as exc:
-            if not out.quiet:
-                click.echo(f"vaultmem: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+        ctx.meta[QUIET] = out.quiet  # for VaultmemGroup.invoke, which turns errors into exit codes
+        return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
 
     return wrapper
 
@@ -119,7 +125,7 @@ NOTE_HEADERS = ["ID", "NAMESPACE", "STATUS", "TIER", "STRENGTH", "LABEL", "TITLE
 def _parse_created(value):
     if value is None:
         return None
-    from vaultmem.clock import parse_datetime
+    from vaultmem.timefmt import parse_datetime
 
     return parse_datetime(value, what="--created")
 

@@ -15,6 +15,9 @@ import os
 import sys
 
 _FLAGS = {"--json": "as_json", "-q": "quiet", "--quiet": "quiet", "--all": "include_hidden", "--explain": "explain"}
+# core.model.TYPES, spelled out: importing core.model would cost this path dataclasses and typing
+# (~10 ms on every prompt); tests/test_startup.py holds the two equal.
+_TYPES = ("memory", "skill")
 _VALUES = {"--vault": "vault", "-k": "top_k", "--top-k": "top_k", "-n": "namespace", "--namespace": "namespace",
            "--type": "kind"}
 
@@ -48,23 +51,14 @@ def parse_recall(argv: list[str]) -> dict | None:
         if not options["top_k"].isdigit() or not 1 <= int(options["top_k"]) <= 1000:
             return None
         options["top_k"] = int(options["top_k"])
-    if options.get("kind") not in (None, "memory", "skill"):
+    if options.get("kind") not in (None, *_TYPES):
         return None
+    namespace = options.get("namespace")
+    if namespace is not None and (namespace != namespace.strip() or namespace.startswith("/")
+                                  or namespace.endswith("/")):
+        return None  # not in the stored form: the full CLI normalises it (core.model.namespace_filter)
     options["query"] = query
     return options
-
-
-def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False) -> dict | None:
-    """The watcher's recall answer, or None (none running, disabled, or it failed): then recall in-process."""
-    if os.environ.get("VAULTMEM_NO_SERVER"):
-        return None
-    from vaultmem.service.server import ask
-    from vaultmem.store.discovery import discover_root
-
-    request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
-               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
-    answer = ask(discover_root(vault), request)
-    return answer if answer and answer.get("ok") else None
 
 
 def fast_recall(argv: list[str]) -> bool:
@@ -74,6 +68,8 @@ def fast_recall(argv: list[str]) -> bool:
     options = parse_recall(argv)
     if options is None:
         return False
+    from vaultmem.service.client import ask_watcher
+
     answer = ask_watcher(options.get("vault"), options["query"], options.get("top_k"), options.get("namespace"),
                          options.get("kind"), options["include_hidden"])
     if answer is None:
@@ -101,8 +97,16 @@ def fast_hook(argv: list[str]) -> bool:
         return False  # options only the full command knows (--help): let click answer
     from vaultmem.integrations.claude_code import main as run_hook_process
 
-    run_hook_process(event or "", vault)
+    run_hook_process(event or "", vault, check=check_bash)
     return True
+
+
+def check_bash(command: str, cwd: str | None = None) -> str | None:
+    """PreToolUse's judge of a Bash line against the full command tree (loads click only when asked)."""
+    from vaultmem.cli.command_check import check_command
+    from vaultmem.cli.main import cli
+
+    return check_command(command, cwd, root=cli)
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 Every command takes `--json` (data for agents), `-q` (exit code only) and
 `--vault PATH`. Errors are one line on stderr and a documented exit code:
-0 ok, 1 not found, 2 bad usage or input, 3 a file kept changing under a write.
+0 ok, 1 not found, 2 bad usage or input, 3 a file kept changing under a write,
+4 the ledger is broken (verify), 70 internal error, 130 interrupted; all named
+in vaultmem/errors.py.
 Heavy modules (whoosh, fsrs, onnxruntime) are imported inside the commands
 that need them, so `vaultmem --help` and light commands start fast.
 """
@@ -15,7 +17,6 @@ from datetime import datetime
 import click
 
 from vaultmem.cli.common import (  # noqa: F401 - shared with the command modules
-    INTERNAL_ERROR,
     NOTE_HEADERS,
     Output,
     VaultmemGroup,
@@ -30,6 +31,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     _warn_problems,
     common,
 )
+from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, in_namespace, namespace_filter, recall_scope
 from vaultmem.errors import EXIT_BAD_INPUT
 
 # ---------------------------------------------------------------- commands
@@ -148,7 +150,7 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("-k", "--top-k", type=click.IntRange(1, 1000), default=None,
               help="How many results (default: recall.top_k).")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
-@click.option("--type", "kind", type=click.Choice(["memory", "skill"]), help="Only memories or only skills.")
+@click.option("--type", "kind", type=click.Choice(TYPES), help="Only memories or only skills.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
 @click.option("--explain", is_flag=True,
@@ -161,10 +163,10 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
-    from vaultmem.cli.entry import ask_watcher
-    from vaultmem.search.engine import scope as recall_scope
+    from vaultmem.service.client import ask_watcher
 
     scope = recall_scope(include_hidden, history)
+    namespace = namespace_filter(namespace) or None
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
@@ -256,9 +258,9 @@ def show(note_id, out, vault_path):
 
 @cli.command(name="list")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
-@click.option("--type", "kind", type=click.Choice(["memory", "skill"]))
-@click.option("--status", type=click.Choice(["active", "stale", "archived", "suspended", "superseded"]))
-@click.option("--tier", type=click.Choice(["L0", "L1", "L2", "L3"]))
+@click.option("--type", "kind", type=click.Choice(TYPES))
+@click.option("--status", type=click.Choice(STATUSES))
+@click.option("--tier", type=click.Choice(TIERS))
 @click.option("--tag", help="Only notes with this tag.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--limit", type=click.IntRange(1), default=None)
@@ -271,10 +273,10 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    notes = vault.notes(include_hidden=include_hidden or status in ("archived", "suspended", "superseded"))
+    notes = vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
     _warn_problems(vault, out)
     notes = [n for n in notes
-             if (not namespace or n.namespace == namespace or n.namespace.startswith(namespace.rstrip("/") + "/"))
+             if in_namespace(n.namespace, namespace)
              and (not kind or n.type == kind) and (not status or n.status == status)
              and (not tier or n.tier == tier) and (not tag or tag.lstrip("#") in n.tags)]
     notes.sort(key=lambda n: (n.created, n.id), reverse=True)
@@ -367,8 +369,7 @@ def top(count, namespace, out, vault_path):
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    notes = [n for n in vault.notes()
-             if not namespace or n.namespace == namespace or n.namespace.startswith(namespace + "/")]
+    notes = [n for n in vault.notes() if in_namespace(n.namespace, namespace)]
     notes = sorted(notes, key=lambda n: (-n.strength, -n.reps, n.created))[:count]
     now = clock_now()
     out.emit([_note_json(n, now, vault.config) for n in notes],
@@ -403,7 +404,7 @@ def decay(days, dry_run, out, vault_path):
 
     Example: vaultmem decay --dry-run
     """
-    from vaultmem.clock import format_datetime
+    from vaultmem.timefmt import format_datetime
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
@@ -462,7 +463,9 @@ def health(out, vault_path):
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
-    report = health_report(vault.catalog(), clock_now(), vault.config, vault.verify(record=False), status)
+    catalog = vault.catalog()
+    report = health_report(catalog.notes, catalog.problems, clock_now(), vault.config, vault.verify(record=False),
+                           status)
     report["recall"] = status
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from vaultmem.cli.common import _emit_added, _note_json, _short, _table, _vault, common
-
-EXIT_VERIFY_FAILED = 4
+from vaultmem.errors import EXIT_LEDGER_BROKEN
 
 
 @click.command()
@@ -156,7 +155,7 @@ def verify(strict, out, vault_path):
         lines.append("ok: the chain is intact and every note matches its record")
     out.emit(result, "\n".join(lines))
     if result["breaks"] or (strict and result["changes"]):
-        ctx.exit(EXIT_VERIFY_FAILED)
+        ctx.exit(EXIT_LEDGER_BROKEN)
 
 
 COMMANDS = (conflicts, correct, resolve, promote, why, verify)

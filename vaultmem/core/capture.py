@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vaultmem.core.model import Tier
+
 KINDS = ("explicit", "correction", "preference", "lesson")
 MIN_CHARS = 8
 MAX_CHARS = 600
@@ -35,7 +37,7 @@ MAX_CHARS = 600
 class Observation:
     text: str  # a standalone statement
     kind: str  # explicit | correction | preference | lesson
-    tier: str  # L1 for explicit, else L0
+    tier: Tier  # L1 for explicit, else L0
     message_index: int  # index into the messages given
 
 

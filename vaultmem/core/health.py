@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from vaultmem.config import Config
-from vaultmem.core.model import STATUSES, TIERS
-from vaultmem.store.catalog import Catalog
+from vaultmem.core.model import STATUSES, TIERS, Note
 
 
-def health_report(catalog: Catalog, now: datetime, config: Config, ledger: dict | None = None,
-                  recall: dict | None = None) -> dict:
-    """Counts, queues and problems; `ledger` is `Vault.verify(record=False)`, `recall` the engine's status.
-    `first` is the one thing a person should fix first (None when all is well)."""
-    notes = catalog.notes
+def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], now: datetime, config: Config,
+                  ledger: dict | None = None, recall: dict | None = None) -> dict:
+    """Counts, queues and problems of the vault's `notes`; `unreadable` is (path, problem) for the files
+    that could not be read (the catalog's `problems`), `ledger` is `Vault.verify(record=False)`, `recall` the
+    engine's status. `first` is the one thing a person should fix first (None when all is well)."""
     visible = [n for n in notes if not n.is_hidden]
-    problems = [{"path": path, "problem": problem} for path, problem in catalog.problems]
+    problems = [{"path": path, "problem": problem} for path, problem in unreadable]
 
     ids = Counter(n.id for n in notes)
     for note_id, count in sorted(ids.items()):

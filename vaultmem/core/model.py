@@ -8,15 +8,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal, get_args
 
-TYPES = ("memory", "skill")
-STATUSES = ("active", "stale", "archived", "suspended", "superseded")
-TIERS = ("L0", "L1", "L2", "L3")
-CARD_STATES = ("learning", "review", "relearning")
-RATINGS = ("again", "hard", "good", "easy")
+# The fixed value sets, each defined once: a Literal type for annotations, and the
+# tuple of its members (in this order: the order help texts and reports list them).
+# Plain strings, so the note format and JSON output are the strings themselves.
+NoteType = Literal["memory", "skill"]
+Status = Literal["active", "stale", "archived", "suspended", "superseded"]
+Tier = Literal["L0", "L1", "L2", "L3"]
+CardState = Literal["learning", "review", "relearning"]
+Rating = Literal["again", "hard", "good", "easy"]
+
+TYPES: tuple[NoteType, ...] = get_args(NoteType)
+STATUSES: tuple[Status, ...] = get_args(Status)
+TIERS: tuple[Tier, ...] = get_args(Tier)
+CARD_STATES: tuple[CardState, ...] = get_args(CardState)
+RATINGS: tuple[Rating, ...] = get_args(Rating)
 
 # Statuses left out of recall, review and prompts unless asked for.
-HIDDEN_STATUSES = ("archived", "suspended", "superseded")
+HIDDEN_STATUSES: tuple[Status, ...] = ("archived", "suspended", "superseded")
+VISIBLE_STATUSES: tuple[Status, ...] = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
+
+# Which hidden notes a recall may return: every one (True), the superseded ones
+# ("history": what was believed before), or none (False).
+RecallScope = Literal[True, "history", False]
+RECALL_SCOPES: tuple[RecallScope, ...] = get_args(RecallScope)
+
+
+def recall_scope(include_hidden: bool = False, history: bool = False) -> RecallScope:
+    """The scope of `--all` / `--history`: --all wins."""
+    return True if include_hidden else ("history" if history else False)
 
 SKILL_SECTIONS = ("Trigger", "Steps", "Outcome", "Lessons")
 
@@ -26,13 +47,13 @@ class Note:
     """One markdown file of the vault, as vaultmem understands it."""
 
     id: str
-    type: str
+    type: NoteType
     namespace: str
     tags: tuple[str, ...]
-    status: str
-    tier: str
+    status: Status
+    tier: Tier
     strength: float
-    state: str
+    state: CardState
     step: int | None
     stability: float | None
     difficulty: float | None
@@ -93,6 +114,18 @@ class Note:
     @property
     def is_hidden(self) -> bool:
         return self.status in HIDDEN_STATUSES
+
+
+def namespace_filter(wanted: str | None) -> str:
+    """A namespace filter as a person types it (`work/`, ` /work`) in the stored form (`work`); '' for none."""
+    return (wanted or "").strip().strip("/")
+
+
+def in_namespace(note_namespace: str, wanted: str | None) -> bool:
+    """Whether a note of `note_namespace` passes the filter `wanted`: the namespace itself or one
+    below it (`work` takes `work` and `work/infra`, not `workshop`). No filter (None, '') takes all."""
+    ns = namespace_filter(wanted)
+    return not ns or note_namespace == ns or note_namespace.startswith(ns + "/")
 
 
 def section(body: str, name: str) -> str:

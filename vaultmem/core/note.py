@@ -21,9 +21,9 @@ from datetime import datetime
 
 import yaml
 
-from vaultmem.clock import format_datetime, parse_datetime
 from vaultmem.core.model import CARD_STATES, SKILL_SECTIONS, STATUSES, TIERS, TYPES, Note
 from vaultmem.errors import BadInput, NoteError
+from vaultmem.timefmt import format_datetime, parse_datetime
 
 # The fixed order of vaultmem's properties in every note it writes.
 KEY_ORDER = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from vaultmem.clock import format_datetime
 from vaultmem.core.note import field_values
 from vaultmem.core.schedule import label, retrievability
+from vaultmem.timefmt import format_datetime
 
 
 def note_dict(note, now, config, extra: dict | None = None) -> dict:

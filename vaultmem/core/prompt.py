@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from vaultmem.config import Config
-from vaultmem.core.model import Note
+from vaultmem.core.model import Note, in_namespace
 from vaultmem.core.schedule import label, retrievability
 
 CHARS_PER_TOKEN = 4
@@ -82,8 +82,7 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
             key = (0, -((note.stability or 0.0) * math.log2(2 + note.reps) * r))
         return (list(SECTIONS).index(section), *key, note.created)
 
-    chosen = [n for n in notes if not n.is_hidden and (not namespace or n.namespace == namespace
-                                                       or n.namespace.startswith(namespace + "/"))]
+    chosen = [n for n in notes if not n.is_hidden and in_namespace(n.namespace, namespace)]
     lines = []
     for note in sorted(chosen, key=rank):
         word = label(note, now, config)

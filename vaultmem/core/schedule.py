@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from vaultmem.config import Config
-from vaultmem.core.model import RATINGS, Note
+from vaultmem.core.model import RATINGS, Note, Rating
 from vaultmem.errors import BadInput
 
 STATE_NAMES = {1: "learning", 2: "review", 3: "relearning"}
@@ -57,14 +57,14 @@ def to_card(note: Note):
     )
 
 
-def parse_rating(text: str) -> str:
+def parse_rating(text: str) -> Rating:
     rating = str(text).strip().lower()
     if rating not in RATINGS:
         raise BadInput(f"unknown rating {text!r}; use one of: {', '.join(RATINGS)}")
     return rating
 
 
-def grade(note: Note, rating: str, now: datetime, config: Config) -> tuple[dict, dict]:
+def grade(note: Note, rating: Rating, now: datetime, config: Config) -> tuple[dict, dict]:
     """Review `note` with `rating` at `now`.
 
     Returns (changes to apply to the note, review-log record). A lapse is an

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from vaultmem.config import Config
-from vaultmem.core.model import TIERS, Note
+from vaultmem.core.model import TIERS, Note, Tier
 
 # Evidence lists keep the most recent entries only: enough for every gate,
 # and a memory used daily for years does not grow a thousand-line property.
@@ -59,7 +59,7 @@ def _added(items: tuple[str, ...], item: str) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class Proposal:
     note: Note
-    to_tier: str
+    to_tier: Tier
     reason: str
 
     def as_dict(self) -> dict:

@@ -91,7 +91,7 @@ def render_why(info: dict) -> str:
 
 
 def _when(value) -> str:
-    from vaultmem.clock import format_datetime
+    from vaultmem.timefmt import format_datetime
 
     return format_datetime(value) if hasattr(value, "tzinfo") else str(value)
 

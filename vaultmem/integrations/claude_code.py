@@ -6,7 +6,7 @@ settings file, each as `<this python> -m vaultmem hook EVENT`):
     SessionStart       review + prompt block as additional context
     UserPromptSubmit   recall on the prompt: the few relevant memories, with ids
     PreToolUse (Bash)  deny invented vaultmem flags and namespace-less adds, with the right syntax
-                       (the check itself is command_check.py)
+                       (the check is cli/command_check.py, handed in by the CLI as `check`)
     Stop, SessionEnd   capture what the user asked to remember, corrections, preferences
                        and lessons from the transcript (capture.py) as L0/L1 memories
                        (how far each transcript was read: `.vaultmem/hooks/capture/`)
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.integrations.command_check import check_command, default_namespace
+from vaultmem.ops.provenance import default_namespace
 
 HOOK_THREAD = "vaultmem-hook"
 MAX_CONTEXT_CHARS = 8000  # Claude Code cuts additionalContext at ~10,000 characters
@@ -45,6 +45,10 @@ RECALL_K = 4
 RECALL_LINE_CHARS = 300
 WATCH_IDLE_EXIT = 2 * 3600  # seconds without a request before an auto-started watcher exits
 OFF_VALUES = {"off", "0", "false", "no", "disable", "disabled"}
+
+# PreToolUse's judge: (Bash command, working folder) -> a reason to deny, or None to allow.
+# The CLI passes its own (cli/command_check.py, via cli.entry.check_bash); this module never imports the CLI.
+CommandCheck = Callable[[str, str | None], str | None]
 
 
 @dataclass(frozen=True)
@@ -81,11 +85,13 @@ def spec_for(event: str) -> HookSpec | None:
 class _Run:
     """What one hook invocation knows: its input, environment, and the vault once opened."""
 
-    def __init__(self, spec: HookSpec, payload: dict, env: Mapping[str, str], vault_path: str | None):
+    def __init__(self, spec: HookSpec, payload: dict, env: Mapping[str, str], vault_path: str | None,
+                 check: CommandCheck | None = None):
         self.spec = spec
         self.payload = payload
         self.env = env
         self.vault_path = vault_path
+        self.check = check
         self.root: Path | None = None
 
     @property
@@ -154,10 +160,11 @@ def _budget(spec: HookSpec, env: Mapping[str, str]) -> float:
 
 
 def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
-             vault_path: str | None = None) -> tuple[str, int]:
+             vault_path: str | None = None, check: CommandCheck | None = None) -> tuple[str, int]:
     """Run one hook on the JSON Claude Code sent; returns (stdout text, exit code).
 
     `event` is `session-start`, `SessionStart`...; empty: the input's `hook_event_name`.
+    `check` judges PreToolUse's Bash commands (without one, PreToolUse allows everything).
 
     Never raises and always exits 0: a failure, or running past the time
     budget, gives ('', 0) and a line in the vault's hooks log. The work runs
@@ -174,7 +181,7 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         spec = spec_for(event or str(payload.get("hook_event_name") or ""))
         if spec is None or is_disabled(spec, env):
             return "", 0
-        run = _Run(spec, payload, env, vault_path)
+        run = _Run(spec, payload, env, vault_path, check)
         budget = _budget(spec, env)
         box: dict = {}
 
@@ -209,7 +216,7 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         return "", 0
 
 
-def main(event: str, vault_path: str | None = None) -> None:
+def main(event: str, vault_path: str | None = None, check: CommandCheck | None = None) -> None:
     """A hook process: the JSON on stdin, `run_hook`, what Claude Code reads on stdout, exit.
 
     Called by `vaultmem hook` (and by the console script's fast path, which
@@ -222,7 +229,7 @@ def main(event: str, vault_path: str | None = None) -> None:
         data = ""
     if _is_pre_tool_use(event, data) and "vaultmem" not in data:
         sys.exit(0)
-    text, code = run_hook(event, data, vault_path=vault_path)
+    text, code = run_hook(event, data, vault_path=vault_path, check=check)
     if text:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -297,7 +304,7 @@ def start_watcher(root: Path, env: Mapping[str, str]) -> bool:
     """
     import subprocess
 
-    from vaultmem.service.server import ask
+    from vaultmem.service.client import ask
 
     if str(env.get("VAULTMEM_AUTOWATCH", "")).strip().lower() in OFF_VALUES or env.get("VAULTMEM_NO_SERVER"):
         return False
@@ -328,7 +335,7 @@ def user_prompt_submit(run: _Run) -> dict | None:
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
     """Recall through the vault's watcher when one runs (no model load), else in-process."""
-    from vaultmem.cli.entry import ask_watcher
+    from vaultmem.service.client import ask_watcher
     from vaultmem.store.discovery import discover_root
 
     answer = ask_watcher(discover_root(run.vault_path, cwd=run.cwd), query, RECALL_K)
@@ -348,9 +355,9 @@ def pre_tool_use(run: _Run) -> dict | None:
         return None
     tool_input = run.payload.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str) or "vaultmem" not in command:
+    if not isinstance(command, str) or "vaultmem" not in command or run.check is None:
         return None
-    reason = check_command(command, cwd=run.cwd)
+    reason = run.check(command, run.cwd)
     if reason is None:
         return None
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from vaultmem.clock import format_datetime
 from vaultmem.core.note import split_frontmatter
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.store.files import atomic_write, read_text
+from vaultmem.timefmt import format_datetime
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
 

@@ -53,6 +53,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from vaultmem import clock
+from vaultmem.core.model import HIDDEN_STATUSES, RATINGS, STATUSES, TIERS, TYPES, in_namespace
 from vaultmem.errors import (
     BadInput,
     ConflictError,
@@ -65,9 +66,6 @@ from vaultmem.errors import (
 
 log = logging.getLogger("vaultmem.mcp")
 
-RATINGS = ("again", "hard", "good", "easy")
-TIERS = ("L0", "L1", "L2", "L3")
-STATUSES = ("active", "stale", "archived", "suspended", "superseded")
 MAX_RESULTS = 200
 
 INSTRUCTIONS = """\
@@ -116,7 +114,7 @@ Source = Annotated[str, Field(description="Where it came from: a URL, a file, or
 Explicit = Annotated[bool, Field(description="True when the user asked to remember it (promoted sooner).")]
 Redact = Annotated[bool, Field(description="Mask secrets and personal data instead of refusing the text.")]
 Kind = Annotated[str | None, Field(description="Only memories or only skills.",
-                                   json_schema_extra={"enum": ["memory", "skill", None]})]
+                                   json_schema_extra={"enum": [*TYPES, None]})]
 
 
 def _enum(description: str, values, optional: bool = False) -> Any:
@@ -139,10 +137,8 @@ def _choice(value: str | None, name: str, allowed) -> str | None:
 
 
 def _plain(data):
-    """JSON-able data: datetimes as text, tuples as lists."""
-    from vaultmem.cli.output import to_json
-
-    return json.loads(to_json(data))
+    """JSON-able data: datetimes as text, tuples as lists (as the CLI's --json prints them)."""
+    return json.loads(json.dumps(data, ensure_ascii=False, default=str))
 
 
 _KINDS = ((SecretFound, "secret found"), (NotFound, "not found"), (NoteError, "broken note"),
@@ -260,7 +256,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         anything that may depend on what was learned before. Each hit has id, namespace, text, score
         and label (fresh, fading, weak...). After using a hit, grade it by id. Never writes."""
         _count(k, "k", 1, MAX_RESULTS)
-        kind = _choice(kind, "kind", ("memory", "skill"))
+        kind = _choice(kind, "kind", TYPES)
         from vaultmem.core.present import hit_dicts
 
         hits = hit_dicts(tools.vault.recall(query, k=k, namespace=namespace or None, kind=kind,
@@ -292,14 +288,12 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         """List notes, newest first, with filters. Each note comes without its full text (see
         `summary`); call get for the text."""
         _count(limit, "limit", 1, MAX_RESULTS)
-        kind = _choice(kind, "kind", ("memory", "skill"))
+        kind = _choice(kind, "kind", TYPES)
         status = _choice(status, "status", STATUSES)
         tier = _choice(tier.upper() if tier else tier, "tier", TIERS)
-        prefix = (namespace or "").strip("/")
         tag = (tag or "").lstrip("#")
-        notes = [n for n in tools.vault.notes(include_hidden=include_hidden or status in ("archived", "suspended",
-                                                                                         "superseded"))
-                 if (not prefix or n.namespace == prefix or n.namespace.startswith(prefix + "/"))
+        notes = [n for n in tools.vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
+                 if in_namespace(n.namespace, namespace)
                  and (not kind or n.type == kind) and (not status or n.status == status)
                  and (not tier or n.tier == tier) and (not tag or tag in n.tags)]
         notes.sort(key=lambda n: (n.created, n.id), reverse=True)

@@ -1,39 +1,41 @@
 """The skill file: SKILL.md for a Claude Code skills folder (`vaultmem install-skill`).
 
 The template (integrations/SKILL.md) says when to recall and how to grade;
-the exact syntax of the commands it names is filled in from the CLI itself
-(command_check.synopsis), so it cannot drift from the real options. Apart
-from the hooks: a skill is read by the agent, not run by Claude Code.
+the exact syntax of the commands it names (SKILL_COMMANDS) is handed in by
+the CLI, which reads it off its own command tree (cli/command_check.synopsis),
+so it cannot drift from the real options. Apart from the hooks: a skill is
+read by the agent, not run by Claude Code.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
-from vaultmem.integrations.command_check import synopsis
+# The commands whose syntax the skill spells out, in this order.
+SKILL_COMMANDS = ("recall", "add", "learn", "grade", "grade-batch", "correct", "show", "review", "prompt", "list")
 
 
-def skill_text() -> str:
-    """SKILL.md: when to recall, how to grade, and the exact syntax of the commands it names."""
+def skill_text(syntax: Mapping[str, str]) -> str:
+    """SKILL.md: when to recall, how to grade, and the exact syntax of the commands it names.
+
+    `syntax` maps a command name to its synopsis (`vaultmem add TEXT -n NAMESPACE ...`);
+    commands of SKILL_COMMANDS it lacks are left out.
+    """
     from importlib.resources import files
 
-    from vaultmem.cli.main import cli
-
     template = files("vaultmem.integrations").joinpath("SKILL.md").read_text(encoding="utf-8")
-    lines = []
-    for name in ("recall", "add", "learn", "grade", "grade-batch", "correct", "show", "review", "prompt", "list"):
-        command = cli.commands.get(name)
-        if command is not None:
-            lines.append(f"    {synopsis(command, ['vaultmem', name])}")
+    lines = [f"    {syntax[name]}" for name in SKILL_COMMANDS if name in syntax]
     return template.replace("{{commands}}", "\n".join(lines))
 
 
-def install_skill(folder: str | os.PathLike, force: bool = False) -> tuple[Path, bool]:
+def install_skill(folder: str | os.PathLike, syntax: Mapping[str, str], force: bool = False) -> tuple[Path, bool]:
     """Write SKILL.md into `folder` (into `folder/vaultmem/` when `folder` is a `skills` folder).
 
-    Returns (path, changed). A SKILL.md that is not vaultmem's is kept unless `force`.
+    `syntax` is as for `skill_text`. Returns (path, changed). A SKILL.md that is not
+    vaultmem's is kept unless `force`.
     """
     from vaultmem.errors import BadInput
     from vaultmem.store.files import atomic_write
@@ -42,7 +44,7 @@ def install_skill(folder: str | os.PathLike, force: bool = False) -> tuple[Path,
     if folder.name == "skills":
         folder = folder / "vaultmem"
     path = folder / "SKILL.md"
-    text = skill_text()
+    text = skill_text(syntax)
     if path.exists():
         old = path.read_text(encoding="utf-8", errors="replace")
         if old == text:

@@ -5,11 +5,14 @@ A session is what an agent calls one conversation (Claude Code's
 folder name, else the working folder's name). Callers that know them pass
 them; otherwise `$VAULTMEM_SESSION` / `$VAULTMEM_PROJECT` are read, and a
 command run by hand without either counts as its own session of the day.
+The project also names where captured memories go (`default_namespace`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from pathlib import Path
 
 
@@ -31,3 +34,13 @@ def current_project(explicit: str | None = None, cwd: str | os.PathLike | None =
         if (candidate / ".git").exists():
             return candidate.name
     return folder.name
+
+
+def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
+    """Where captured memories go: `$VAULTMEM_NAMESPACE`, else `projects/<project>`, else `inbox`."""
+    env = os.environ if env is None else env
+    given = (env.get("VAULTMEM_NAMESPACE") or "").strip().strip("/")
+    if given:
+        return given
+    project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd) or "").strip("-.")
+    return f"projects/{project}" if project else "inbox"

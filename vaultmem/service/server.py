@@ -9,34 +9,19 @@ does not answer in time) the CLI recalls in-process instead.
 The socket lives in a folder only this user can enter
 (`<tmp>/vaultmem-<uid>/`, mode 0700; the socket itself 0600), named by a hash
 of the vault's path, so it works for vaults in synced folders and long paths.
-This module must stay light to import: the client side runs on every prompt.
+The client side (`ask`, `ask_watcher`, `socket_path`) is service/client.py,
+which the recall fast path and the hooks import on every prompt.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 
-PROTOCOL = 1
-CONNECT_TIMEOUT = 0.2
-MAX_MESSAGE = 16 * 1024 * 1024
+# `ask` is re-exported for callers that still import it from here (ops/corrections.py).
+from vaultmem.service.client import MAX_MESSAGE, PROTOCOL, ask, socket_path
 
-
-def socket_path(vault_root: str) -> str:
-    """Where the watcher of `vault_root` listens."""
-    uid = os.getuid() if hasattr(os, "getuid") else 0
-    digest = hashlib.sha256(os.path.realpath(vault_root).encode("utf-8")).hexdigest()[:16]
-    return os.path.join(_temp_dir(), f"vaultmem-{uid}", f"{digest}.sock")
-
-
-def _temp_dir() -> str:
-    """The user's temp folder ($TMPDIR, $TEMP, $TMP, else /tmp), without importing `tempfile`."""
-    for name in ("TMPDIR", "TEMP", "TMP"):
-        if os.environ.get(name):
-            return os.environ[name]
-    return "/tmp" if os.name != "nt" else os.path.expanduser("~\\AppData\\Local\\Temp")
+__all__ = ["ask", "private_socket_dir", "serve", "socket_path"]
 
 
 def private_socket_dir(path: str) -> None:
@@ -47,37 +32,6 @@ def private_socket_dir(path: str) -> None:
     if hasattr(os, "getuid") and info.st_uid != os.getuid():
         raise PermissionError(f"{folder} belongs to another user; remove it or set TMPDIR")
     os.chmod(folder, 0o700)
-
-
-def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
-    """Send one request to the vault's watcher; None when no watcher answers."""
-    path = socket_path(vault_root)
-    if not os.path.exists(path):
-        return None
-    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        client.settimeout(CONNECT_TIMEOUT)
-        client.connect(path)
-        client.settimeout(timeout)
-        client.sendall(json.dumps(dict(request, protocol=PROTOCOL)).encode("utf-8") + b"\n")
-        client.shutdown(socket.SHUT_WR)
-        chunks, size = [], 0
-        while True:
-            chunk = client.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_MESSAGE:
-                return None
-        answer = json.loads(b"".join(chunks).decode("utf-8"))
-    except (OSError, ValueError):
-        return None
-    finally:
-        client.close()
-    if not isinstance(answer, dict) or answer.get("protocol") != PROTOCOL:
-        return None
-    return answer
 
 
 def serve(vault_root: str, handle, ready=None, stop_event=None) -> None:

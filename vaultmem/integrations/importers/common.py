@@ -20,11 +20,11 @@ from pathlib import Path
 
 import yaml
 
-from vaultmem.clock import parse_datetime
 from vaultmem.core.note import split_frontmatter
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.integrations.importers.base import MARKDOWN_SUFFIXES, MAX_FILE_BYTES
 from vaultmem.store.files import read_text
+from vaultmem.timefmt import parse_datetime
 
 
 def _markdown_files(path: Path) -> Iterator[tuple[Path, str]]:

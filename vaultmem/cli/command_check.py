@@ -9,10 +9,11 @@ reason to deny that carries the right syntax (`synopsis`) and an example;
 whatever it cannot judge (shell expansions, unbalanced quotes, --help) is
 allowed.
 
-Its own module because it depends on the CLI's command tree, not on the hook
-machinery: the skill file reuses `synopsis`. `default_namespace` (the
-project's namespace, suggested here and used by capture) lives here too, so
-the runner imports this module and nothing imports back.
+Part of the CLI because it reads the CLI's command tree, which it is given
+(`root`, the click group) rather than importing `cli.main`, whose command
+modules call it. The hook runner (integrations/claude_code.py) does not import
+it: the CLI hands it a checker (`vaultmem hook`), so integrations never import
+the CLI. The skill file gets its syntax lines from `synopses` the same way.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
+
+from vaultmem.ops.provenance import default_namespace
 
 _WRAPPERS = {"env", "sudo", "time", "nohup", "exec", "command", "nice", "caffeinate", "timeout"}
 _RUNNERS = {"uv", "poetry", "pipx", "pdm", "hatch", "rye"}
@@ -80,13 +82,17 @@ def vaultmem_args(words: list[str]) -> list[str] | None:
     return None
 
 
-def check_command(command: str, cwd: str | None = None) -> str | None:
-    """Why a Bash command's vaultmem invocation would fail (with the right syntax), or None to allow."""
+def check_command(command: str, cwd: str | None = None, *, root) -> str | None:
+    """Why a Bash command's vaultmem invocation would fail (with the right syntax), or None to allow.
+
+    `root` is the CLI's click group (`vaultmem.cli.main.cli`, or the running command's root); it is
+    passed in because the command modules that call this are part of that group.
+    """
     for words in shell_commands(command):
         args = vaultmem_args(words)
         if args is None:
             continue
-        reason = check_args(args, cwd=cwd)
+        reason = check_args(args, cwd=cwd, root=root)
         if reason:
             return reason
     return None
@@ -96,18 +102,16 @@ _REQUIRED_OPTIONS = {("add", "namespace"), ("learn", "namespace"), ("learn", "st
 _SHARED_OPTIONS = {"vault_path", "as_json", "quiet", "help"}
 
 
-def check_args(args: list[str], cwd: str | None = None) -> str | None:
-    """Check vaultmem arguments against the real command tree; a reason to deny, or None."""
+def check_args(args: list[str], cwd: str | None = None, *, root) -> str | None:
+    """Check vaultmem arguments against the command tree under `root`; a reason to deny, or None."""
     import click
-
-    from vaultmem.cli.main import cli
 
     if not args or any(a in ("-h", "--help", "--version") for a in args):
         return None
     if any("$" in a or "`" in a for a in args):
         return None  # expanded by the shell: the words we see are not the ones vaultmem gets
     path = ["vaultmem"]
-    group, parent = cli, None
+    group, parent = root, None
     try:
         ctx = group.make_context("vaultmem", list(args), resilient_parsing=False)
         while True:
@@ -123,7 +127,7 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
                 break
             group = command
     except click.exceptions.NoSuchOption as exc:
-        cmd = _command_at(path)
+        cmd = _command_at(root, path)
         if isinstance(cmd, click.Group):
             return (f"{exc.format_message()} `{' '.join(path)}` commands: {', '.join(sorted(cmd.commands))}. "
                     f"See `{' '.join(path)} COMMAND --help`.")
@@ -132,7 +136,7 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
     except click.exceptions.UsageError as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             return None  # `vaultmem hooks` alone prints help: harmless
-        cmd = _command_at(path)
+        cmd = _command_at(root, path)
         if isinstance(cmd, click.Group):
             names = ", ".join(sorted(cmd.commands))
             return (f"{exc.format_message()} `{' '.join(path)}` commands: {names}. "
@@ -145,7 +149,7 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
         return None
     name = path[-1] if len(path) == 2 else ""
     if name in ("add", "learn") and not (ctx.params.get("namespace") or "").strip():
-        cmd = _command_at(path)
+        cmd = _command_at(root, path)
         text = ctx.params.get("text") or ctx.params.get("title") or "TEXT"
         example = f"vaultmem {name} {shlex.quote(text)} -n {default_namespace(cwd=cwd)}"
         if name == "learn":
@@ -155,10 +159,8 @@ def check_args(args: list[str], cwd: str | None = None) -> str | None:
     return None
 
 
-def _command_at(path: list[str]):
-    from vaultmem.cli.main import cli
-
-    command = cli
+def _command_at(root, path: list[str]):
+    command = root
     for name in path[1:]:
         command = command.commands.get(name, command) if hasattr(command, "commands") else command
     return command
@@ -191,20 +193,13 @@ def synopsis(command, path: list[str]) -> str:
     return " ".join(parts)
 
 
+def synopses(root, names) -> dict[str, str]:
+    """{name: synopsis} for the commands of `root` among `names` (unknown names are left out)."""
+    return {name: synopsis(root.commands[name], ["vaultmem", name]) for name in names if name in root.commands}
+
+
 def _example(command) -> str:
     for line in (command.help or "").splitlines():
         if line.strip().startswith("Example:"):
             return " " + line.strip()
     return ""
-
-
-def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
-    """Where captured memories go: `$VAULTMEM_NAMESPACE`, else `projects/<project>`, else `inbox`."""
-    from vaultmem.ops.provenance import current_project
-
-    env = os.environ if env is None else env
-    given = (env.get("VAULTMEM_NAMESPACE") or "").strip().strip("/")
-    if given:
-        return given
-    project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd) or "").strip("-.")
-    return f"projects/{project}" if project else "inbox"
