@@ -66,8 +66,9 @@ Rows, per size (one column per tool, and vaultmem / best peer: < 1 is vaultmem a
 7. on disk (st_blocks, after row 3 built the indexes): vaultmem's
    `.vaultmem/` folder (everything but the notes) and the whole vault; the
    peers' whole store (SQLite file, WAL, anything under their home).
-8. vaultmem only: `vault.decay()` on the N-note vault with VAULTMEM_NOW 60
-   days after the notes were written, seconds (and how many notes changed).
+8. vaultmem only: `vault.decay()` on a copy of the N-note vault with
+   VAULTMEM_NOW 60 days after the notes were written, seconds (and how many
+   notes changed); killed after --decay-timeout and shown as "> T".
 9. vaultmem only: edit -> recall through the watcher: append a new unique
    word to one note's file, then `vaultmem recall WORD --json` every 20 ms
    until it returns that note; median of 3 notes.
@@ -299,6 +300,10 @@ def make_data(size: int, seed: int, reps: Reps) -> dict:
 
 # ================================================================ processes
 
+class ChildTimeout(RuntimeError):
+    """A child process ran past its timeout and was killed."""
+
+
 class Setup:
     """Interpreters, executables and the environment of each tool."""
 
@@ -347,9 +352,10 @@ class Setup:
         spec_file.write_text(json.dumps(spec), encoding="utf-8")
         run = run_measured([self.python[tool], "-I", str(CHILD), str(spec_file)], timeout,
                            self.env(tool, store, now=now), cwd=str(self.work))
+        if run["timed_out"]:
+            raise ChildTimeout(f"{tool} {op} child killed after its {timeout:.0f}s timeout")
         if run["rc"] != 0 or not out_file.exists():
-            why = "timed out" if run["timed_out"] else f"rc={run['rc']}"
-            raise RuntimeError(f"{tool} {op} child {why}: {run['stderr'][-1500:]}")
+            raise RuntimeError(f"{tool} {op} child rc={run['rc']}: {run['stderr'][-1500:]}")
         result = json.loads(out_file.read_text(encoding="utf-8"))
         result["wall"], result["child_rss_mb"] = run["wall"], run["maxrss_mb"]
         return result
@@ -510,8 +516,9 @@ def measure_disk(tool: str, size_dir: Path) -> dict:
     return out
 
 
-def measure_decay(setup: Setup, size_dir: Path, n: int) -> dict:
-    """Row 8: vault.decay() with the clock 60 days after the notes were written (on a copy)."""
+def measure_decay(setup: Setup, size_dir: Path, timeout: float) -> dict:
+    """Row 8: vault.decay() with the clock 60 days after the notes were written (on a copy);
+    one that runs past `timeout` is reported as such."""
     src = store_of(size_dir, "vaultmem", "store")
     copy = store_of(size_dir, "vaultmem", "decay")
     if copy.exists():
@@ -519,7 +526,9 @@ def measure_decay(setup: Setup, size_dir: Path, n: int) -> dict:
     shutil.copytree(src, copy, symlinks=True)
     later = datetime.now(timezone.utc) + timedelta(days=DECAY_AFTER_DAYS)
     try:
-        return setup.child("vaultmem", "decay", copy, max(600.0, n * 0.5), now=later.strftime("%Y-%m-%dT%H:%M:%S"))
+        return setup.child("vaultmem", "decay", copy, timeout, now=later.strftime("%Y-%m-%dT%H:%M:%S"))
+    except ChildTimeout:
+        return {"timed_out": True, "s": math.nan, "timeout_s": timeout}
     finally:
         shutil.rmtree(copy, ignore_errors=True)
 
@@ -647,9 +656,9 @@ def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> d
     data = make_data(size, args.seed, reps)
     res: dict = {"size": size, "tools": {t: {} for t in tools}, "failed": {}, "load_start": _loadavg()}
 
-    def each_tool(step: str, measure) -> None:
+    def each_tool(step: str, measure, only: tuple[str, ...] = TOOLS) -> None:
         for tool in tools:
-            if tool in res["failed"]:
+            if tool in res["failed"] or tool not in only:
                 continue
             log(f"{tool}: {step} ...")
             try:
@@ -681,21 +690,20 @@ def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> d
             f"add {t['cli_add']['p50']:.0f} ms")
 
     def vaultmem_only(tool, t):
-        if tool != "vaultmem":
-            return
         t["watcher"] = measure_with_watcher(setup, size_dir, data, t["plain"].get("grade_ids", []), reps,
                                             args.seed, log)
         edit = (t["watcher"].get("edit") or {}).get("ms")
         log(f"vaultmem: with watcher: recall {_num((t['watcher'].get('recall') or {}).get('p50')):.0f} ms, "
             f"edit→recall {edit} ms; decay ...")
-        t["decay"] = measure_decay(setup, size_dir, size)
-        log(f"vaultmem: decay {t['decay']['s']:.1f}s, {t['decay']['changed']} notes changed")
+        t["decay"] = d = measure_decay(setup, size_dir, args.decay_timeout)
+        log(f"vaultmem: decay did not finish in {args.decay_timeout:.0f}s" if d.get("timed_out") else
+            f"vaultmem: decay {d['s']:.1f}s, {d['changed']} notes changed")
 
     each_tool("write, checks off", write_plain)
     each_tool(f"write, checks on (first {min(size, args.checked_limit)})", write_checked)
     each_tool("in-process recall", recall)
     each_tool("CLI recall, grade, add", cli)
-    each_tool("watcher, decay", vaultmem_only)
+    each_tool("watcher, decay", vaultmem_only, only=("vaultmem",))
     if not args.keep:
         shutil.rmtree(size_dir, ignore_errors=True)
     res["load_end"] = _loadavg()
@@ -827,8 +835,11 @@ def size_rows(res: dict, tools: list[str], checked_limit: int) -> list[Row]:
         rows.append(Row("7b. on disk MB: vaultmem .vaultmem/ (all but the notes)")
                     .set("vaultmem", _fmt(_num((vm.get("disk") or {}).get("state_mb")))))
         d = vm.get("decay") or {}
-        rows.append(Row(f"8. vault.decay() {DECAY_AFTER_DAYS} days later, s").set(
-            "vaultmem", f"{_fmt(_num(d.get('s')))} ({d.get('changed', '?')} notes changed)" if d else "n/a"))
+        if d.get("timed_out"):
+            decay = f"> {d['timeout_s']:g} (killed at --decay-timeout)"
+        else:
+            decay = f"{_fmt(_num(d.get('s')))} ({d.get('changed', '?')} notes changed)" if d else "n/a"
+        rows.append(Row(f"8. vault.decay() {DECAY_AFTER_DAYS} days later, s").set("vaultmem", decay))
         edit = w.get("edit") or {}
         rows.append(Row("9. edit → recall through the watcher, ms (median)").set(
             "vaultmem", _fmt(_num(edit.get("median")))
@@ -852,8 +863,8 @@ def notes_for_size(res: dict, tools: list[str]) -> list[str]:
     for t in tools:
         bits = []
         if t in res["failed"]:
-            bits.append(f"FAILED at {res['failed'][t].splitlines()[0][:300]} "
-                        f"(last line: {_last_line(res['failed'][t])})")
+            step, _, why = res["failed"][t].partition(": ")
+            bits.append(f"FAILED at {step}: {_last_line(why)}")
         c = T[t].get("checked") or {}
         if c:
             bits.append(f"checks-on outcomes {c['outcomes']}")
@@ -900,7 +911,9 @@ def scaling_table(results: list[dict]) -> str:
             f"{_fmt(_num(c.get('per_add_ms')))} ({_fmt(_num(c.get('first_ms')))} / {_fmt(_num(c.get('last_ms')))})",
             f"{_fmt(_num(r.get('p50')))} / {_fmt(_num(r.get('p95')))}", _fmt(_num(r.get("first_s"))),
             f"{_fmt(_num((vm.get('cli_recall') or {}).get('p50')))} / {_fmt(_num((w.get('recall') or {}).get('p50')))}",
-            _fmt(_num((vm.get("decay") or {}).get("s"))), _fmt(_num((w.get("edit") or {}).get("median"))),
+            (f"> {vm['decay']['timeout_s']:g}" if (vm.get("decay") or {}).get("timed_out")
+             else _fmt(_num((vm.get("decay") or {}).get("s")))),
+            _fmt(_num((w.get("edit") or {}).get("median"))),
         ]) + " |")
     return "\n".join(lines)
 
@@ -962,6 +975,9 @@ def main(argv=None) -> int:
     p.add_argument("--tools", default=",".join(TOOLS), help="which of %(default)s to measure")
     p.add_argument("--checked-limit", type=int, default=2000,
                    help="measure at most this many checks-on adds per tool and extrapolate (default %(default)s)")
+    p.add_argument("--decay-timeout", type=float, default=180.0,
+                   help="seconds vault.decay() may run before it is killed and reported as slower "
+                        "(default %(default)s)")
     p.add_argument("--seed", type=int, default=20260105)
     p.add_argument("--work-dir", default=str(WORK_DIR), help="stores go here (deleted after each size)")
     p.add_argument("--keep", action="store_true", help="keep the stores")
