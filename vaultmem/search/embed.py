@@ -328,8 +328,9 @@ class StandInEmbedder:
     name = f"stand-in-hash-{dim}"
 
     _WORD = re.compile(r"\w+")
-    _COMMON = frozenset("""a an the and or but of to in on at for by with from is are was were be been it its this
-        that these those as do does did has have had we i you he she they our your my their there here not no""".split())
+    _COMMON = frozenset("""a an the and or but of to in on at for by with from is are was were be been it its
+        this that these those as do does did has have had we i you he she they our your my their there here not
+        no""".split())
     _TRIGRAM_WEIGHT = 1.0
     _COMMON_WEIGHT = 0.2
 
