@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from vaultmem.vault import Vault
 
 from .conftest import run_process
 
 
+@pytest.mark.slow
 def test_concurrent_grades_from_several_processes_lose_nothing(run, vault_dir):
     note = run.json("add", "Graded from many processes at once", "-n", "x")
 
@@ -24,6 +27,7 @@ def test_concurrent_grades_from_several_processes_lose_nothing(run, vault_dir):
     assert len(log) == 12 and all(json.loads(line)["id"] == note["id"] for line in log)
 
 
+@pytest.mark.slow
 def test_concurrent_adds_from_several_processes_all_land(run, vault_dir):
     def add(i):
         # Same title in two namespaces: file names must still be unique vault-wide.

@@ -171,3 +171,34 @@ def test_adds_and_grades_are_written_by_the_watcher(vault_dir, watcher):
     later = run_process("--vault", str(vault_dir), "add", "Printers live on VLAN 40", "-n", "infra", "--json",
                         env={"VAULTMEM_NOW": "2026-03-01T10:00:00"})
     assert json.loads(later.stdout)["created"] == "2026-03-01T10:00:00"
+
+
+def _engine_with_one_note(vault_dir):
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.vault import Vault
+
+    note = Vault(vault_dir).add("Temporary note about the llama parade", "misc").note
+    engine = RecallEngine(Vault(vault_dir))  # the watcher's engine, on its own Vault object
+    engine.sync()
+    assert [h.note.id for h in engine.recall("llama parade", sync=False)] == [note.id]
+    return engine, note
+
+
+def test_a_deletion_event_takes_the_note_out_of_the_indexes(vault_dir):
+    """What the watcher does for a deleted file, in-process and deterministic."""
+    engine, note = _engine_with_one_note(vault_dir)
+    os.unlink(vault_dir / note.path)
+    assert engine.apply([note.path])["notes"] == 0
+    engine.vault.record_external_edits([note.path])
+    assert engine.recall("llama parade", sync=False) == []
+
+
+def test_a_deletion_seen_first_by_the_ledger_scan_still_leaves_the_indexes(vault_dir):
+    """The watcher's order when the file goes while it records the previous batch's edits: the
+    ledger's scan updates the catalog first, and the engine still hears of the deletion (it
+    follows the catalog's generations, not a diff of its own)."""
+    engine, note = _engine_with_one_note(vault_dir)
+    os.unlink(vault_dir / note.path)
+    engine.vault.record_external_edits([note.path])  # the previous batch's step, after its apply
+    engine.apply([note.path])  # then the deletion's own event batch
+    assert engine.recall("llama parade", sync=False) == []

@@ -138,7 +138,8 @@ class RecallEngine:
             self.model_problem = str(exc)
             return
         folder = self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name)
-        self.vectors = VectorStore(folder, self.embedder.name, self.vault.catalog().db)
+        catalog = self.vault.catalog(refresh=False)
+        self.vectors = VectorStore(folder, self.embedder.name, lambda: catalog.db)
 
     def embed_passage(self, text: str):
         """The vector of a note's text, computed once: an add that searched with it
@@ -267,7 +268,7 @@ class RecallEngine:
         stale_vectors = None
         if self.embedder is not None:
             store = self.vectors or VectorStore(self.vault.state_dir / "index" / "vectors" /
-                                                folder_name(self.embedder.name), self.embedder.name, catalog.db)
+                                                folder_name(self.embedder.name), self.embedder.name, lambda: catalog.db)
             have = store.rows_of_paths()
             stale_vectors = sum(1 for p, digest in catalog.hashes().items() if have.get(p, (None, None))[1] != digest)
         return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,

@@ -50,15 +50,19 @@ class VectorStore:
     readers map the file and see rows up to the count in its header.
     """
 
-    def __init__(self, folder: Path, model_name: str, db):
+    def __init__(self, folder: Path, model_name: str, db_source):
         self.folder = Path(folder)
         self.file = self.folder / "vectors.npy"
         self.model_name = model_name
-        self.db = db
+        self._db_source = db_source  # a callable: the catalog's connection for the calling thread
         self.db.executescript(_SCHEMA)
         self._matrix: np.ndarray | None = None
         self._rows_mapped = -1
         self.dim = 0
+
+    @property
+    def db(self):
+        return self._db_source()
 
     # ------------------------------------------------------------ the matrix
 

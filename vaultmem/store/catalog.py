@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import fields
 from datetime import datetime
@@ -133,7 +134,11 @@ class Catalog:
         self.db_file = Path(db_file)
         self.read_note = read_note
         self.max_bytes = max_bytes
-        self._db: sqlite3.Connection | None = None
+        # One connection per thread: the watcher writes from its socket threads while its
+        # main loop follows file events, and a sqlite3 connection's transaction is not
+        # something two threads can share.
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
         self._notes_cache: tuple[int, list[Note]] | None = None
         self._checked_at = 0.0
 
@@ -141,7 +146,7 @@ class Catalog:
 
     @property
     def db(self) -> sqlite3.Connection:
-        if self._db is None:
+        if getattr(self._local, "db", None) is None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout = 60000")
@@ -157,13 +162,18 @@ class Catalog:
             db.executescript(_SCHEMA)
             if version is None or version != str(SCHEMA_VERSION):
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
-            self._db = db
-        return self._db
+            self._local.db = db
+            self._connections.append(db)
+        return self._local.db
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        for db in self._connections:
+            try:
+                db.close()
+            except sqlite3.ProgrammingError:
+                pass  # made in another thread that is gone
+        self._connections = []
+        self._local = threading.local()
 
     def transaction(self):
         return _Transaction(self.db)
