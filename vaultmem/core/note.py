@@ -18,6 +18,7 @@ import re
 import unicodedata
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 
 import yaml
 
@@ -294,13 +295,15 @@ def _scalar(value) -> str:
     return text if _plain_is_safe(text) else json.dumps(text, ensure_ascii=False)
 
 
+@lru_cache(maxsize=4096)
 def _plain_is_safe(text: str) -> bool:
-    """True when `text` reads back from YAML as the same string, unquoted."""
+    """True when `text` reads back from YAML as the same string, unquoted (cached: the
+    same ids, namespaces and links are written again and again)."""
     if (text != text.strip() or "\n" in text or "\r" in text
             or text.startswith(("'", '"', "-", "?", "!", "&", "*", "%", "@", "`", "|", ">", "{", "["))):
         return False
     try:
-        return yaml.safe_load(f"k: {text}") == {"k": text}
+        return yaml.load(f"k: {text}", Loader=_Loader) == {"k": text}
     except yaml.YAMLError:
         return False
 

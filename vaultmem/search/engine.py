@@ -303,15 +303,21 @@ class RecallEngine:
                 limit: int = 8) -> list[tuple[Note, float | None]]:
         """Visible notes of exactly `namespace` closest to `text`, for `add`.
 
-        Lexical and semantic candidates, each with its similarity to `text` on
-        the model's own scale: 0 at its `min_similarity` (unrelated), 1 for the
-        same text; None when the model is unavailable.
+        The `limit` nearest by the model (lexical candidates when it is
+        unavailable), each with its similarity to `text` on the model's own
+        scale: 0 at its `min_similarity` (unrelated), 1 for the same text; None
+        when the model is unavailable.
         """
         with self._lock:
             self.sync(lexical=False)
-            lexical = [path for path, _s, _c in self.bm25.search(
-                text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)]
-            lexical += _word_matches(text, self._unindexed, namespace, kind, limit, self._terms)
+            lexical: list[str] = []
+            if self.vectors is None:
+                # Without the model, words are all there is. With it, the nearest texts of the
+                # namespace include every duplicate and contradiction (both need the model's
+                # similarity), and a BM25 query of a whole sentence visits most of the vault.
+                lexical = [path for path, _s, _c in self.bm25.search(
+                    text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)]
+                lexical += _word_matches(text, self._unindexed, namespace, kind, limit, self._terms)
             cosines: dict[str, float] = {}
             if self.vectors is not None:
                 vector = self.embed_passage(text)
