@@ -107,7 +107,7 @@ def document_digest(note: Note) -> str:
     """A fingerprint of what the index holds for a note: equal means no re-index is needed."""
     import hashlib
 
-    return hashlib.sha1(json.dumps(document(note), sort_keys=True).encode("utf-8")).hexdigest()
+    return hashlib.blake2b(json.dumps(document(note), sort_keys=True).encode("utf-8"), digest_size=16).hexdigest()
 
 
 class Bm25Index:

@@ -29,14 +29,14 @@ import numpy as np
 EMBED_BATCH = 64
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, row INTEGER NOT NULL,
-                                    PRIMARY KEY (model, text_hash));
+                                    PRIMARY KEY (model, text_hash)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS vector_rows (model TEXT NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
-                                        row INTEGER NOT NULL, PRIMARY KEY (model, path));
+                                        row INTEGER NOT NULL, PRIMARY KEY (model, path)) WITHOUT ROWID;
 """
 
 
 def text_hash(model_name: str, text: str) -> str:
-    return hashlib.sha1(f"{model_name}\x00{text}".encode("utf-8")).hexdigest()
+    return hashlib.blake2b(f"{model_name}\x00{text}".encode("utf-8"), digest_size=16).hexdigest()
 
 
 def folder_name(model_name: str) -> str:
@@ -54,6 +54,7 @@ class VectorStore:
         self.folder = Path(folder)
         self.file = self.folder / "vectors.npy"
         self.model_name = model_name
+        self.model = hashlib.blake2b(model_name.encode("utf-8"), digest_size=4).hexdigest()  # its key in the tables
         self._db_source = db_source  # a callable: the catalog's connection for the calling thread
         self.db.executescript(_SCHEMA)
         self._matrix: np.ndarray | None = None
@@ -106,7 +107,7 @@ class VectorStore:
         (or just `paths`)."""
         rows, _dim, _offset = _header(self.file)
         if paths is None:
-            found = self.db.execute("SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model_name,))
+            found = self.db.execute("SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model,))
         else:
             paths = list(paths)
             found = []
@@ -115,7 +116,7 @@ class VectorStore:
                 marks = ",".join("?" * len(chunk))
                 found += self.db.execute(
                     f"SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
-                    (self.model_name, *chunk)).fetchall()
+                    (self.model, *chunk)).fetchall()
         return {path: (row, digest) for path, row, digest in found if row < rows}
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
@@ -132,7 +133,7 @@ class VectorStore:
             marks = ",".join("?" * len(chunk))
             for digest, row in self.db.execute(
                     f"SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
-                    (self.model_name, *chunk)):
+                    (self.model, *chunk)):
                 if row < rows_now:
                     existing[digest] = row
         missing: dict[str, str] = {}
@@ -154,12 +155,14 @@ class VectorStore:
             for offset, digest in enumerate(order):
                 existing[digest] = first + offset
             self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                [(self.model_name, digest, existing[digest]) for digest in order])
+                                [(self.model, digest, existing[digest]) for digest in order])
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
-                            [(self.model_name, path, changed[path][0], existing[digest])
+                            [(self.model, path, changed[path][0], existing[digest])
                              for path, digest in by_hash.items()])
         self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
-                            [(self.model_name, path) for path in removed])
+                            [(self.model, path) for path in removed])
+        if len(changed) + len(removed) >= 1000 and not self.db.in_transaction:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as the catalog does after big writes
         embedded = sum(1 for digest in missing if digest not in (known or {}))
         return {path: existing[digest] for path, digest in by_hash.items()}, embedded
 

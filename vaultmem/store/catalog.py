@@ -42,11 +42,17 @@ from vaultmem.core.model import Note
 from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 FULL_CHECK_SECONDS = 10.0
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 _TUPLE_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
-_NOTE_FIELDS = tuple(f.name for f in fields(Note))
+# What a row's JSON array holds: every field but the path (the row's key) and `present`
+# (which properties the file has: a bit per property name, as one integer).
+_NOTE_FIELDS = tuple(f.name for f in fields(Note) if f.name not in ("path", "present"))
+_PROPERTY_BITS = {name: 1 << i for i, name in enumerate(sorted(
+    ("id", "type", "namespace", "tags", "status", "tier", "strength", "state", "step", "stability", "difficulty",
+     "due", "last_review", "reps", "lapses", "created", "updated", "decayed", "source", "explicit", "sessions",
+     "days", "projects", "promoted", "supersedes", "superseded_by", "contested", "contested_with", "redacted")))}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -66,15 +72,16 @@ CREATE TABLE IF NOT EXISTS notes (
     problem TEXT,
     indexed TEXT,
     indexed_doc TEXT
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
 CREATE INDEX IF NOT EXISTS notes_stem ON notes(stem);
 CREATE INDEX IF NOT EXISTS notes_folder ON notes(folder);
 CREATE INDEX IF NOT EXISTS notes_gen ON notes(gen);
 CREATE INDEX IF NOT EXISTS notes_unindexed ON notes(path) WHERE indexed IS NOT hash;
-CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL, indexed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL, indexed INTEGER NOT NULL)
+    WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS removed_gen ON removed(gen);
-CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
 """
 
 
@@ -86,32 +93,46 @@ def is_note_path(rel: str) -> bool:
 
 
 def content_digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """A file's fingerprint for change detection (not the ledger's hash: nothing is proven with it)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 # ---------------------------------------------------------------- notes as rows
 
 def note_to_json(note: Note) -> str:
-    data = {}
+    """A note as a JSON array of its fields in the dataclass's order (no key names: 10k notes
+    would store them 10k times); the schema version changes when the fields do."""
+    values = []
     for name in _NOTE_FIELDS:
         value = getattr(note, name)
         if isinstance(value, datetime):
             value = value.isoformat()
         elif isinstance(value, (tuple, frozenset)):
             value = sorted(value) if isinstance(value, frozenset) else list(value)
-        data[name] = value
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        values.append(value)
+    present = 0
+    others = []
+    for name in note.present:
+        if name in _PROPERTY_BITS:
+            present |= _PROPERTY_BITS[name]
+        else:
+            others.append(name)
+    values.append([present, *sorted(others)])
+    return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
 
-def note_from_json(text: str) -> Note:
-    data = json.loads(text)
+def note_from_json(text: str, path: str) -> Note:
+    values = json.loads(text)
+    bits, *others = values.pop()
+    data = dict(zip(_NOTE_FIELDS, values))
+    data["path"] = path
+    data["present"] = frozenset([name for name, bit in _PROPERTY_BITS.items() if bits & bit] + others)
     for name in _DATETIME_FIELDS:
         if data.get(name) is not None:
             data[name] = datetime.fromisoformat(data[name])
     for name in _TUPLE_FIELDS:
         data[name] = tuple(data.get(name) or ())
-    data["present"] = frozenset(data.get("present") or ())
-    return Note(**{k: v for k, v in data.items() if k in _NOTE_FIELDS})
+    return Note(**data)
 
 
 def _folder_and_stem(rel: str) -> tuple[str, str]:
@@ -155,10 +176,13 @@ class Catalog:
             except sqlite3.OperationalError:
                 pass  # a filesystem without shared memory: the default journal still works
             db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA journal_size_limit = 4194304")  # the WAL shrinks back after a checkpoint
             version = _meta(db, "version")
             if version is not None and version != str(SCHEMA_VERSION):
-                db.executescript("DROP TABLE IF EXISTS notes; DROP TABLE IF EXISTS removed; "
-                                 "DROP TABLE IF EXISTS folders; DROP TABLE IF EXISTS meta;")
+                # A catalog of another vaultmem: derived, so start it again (the ledger's and the
+                # vectors' tables too, which live in the same file).
+                for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                    db.execute(f'DROP TABLE IF EXISTS "{table}"')
             db.executescript(_SCHEMA)
             if version is None or version != str(SCHEMA_VERSION):
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
@@ -301,6 +325,7 @@ class Catalog:
                 gen = self._next_generation()
                 self._write_rows(rows, gen)
                 self._remove(gone, gen)
+        _shrink_wal(self.db, len(rows) + len(gone) + len(restamped))
         return touched
 
     def _row(self, rel: str, data: bytes, digest: str, mtime: int, size: int) -> tuple:
@@ -367,12 +392,12 @@ class Catalog:
     # ------------------------------------------------------------ reading
 
     def by_id(self, note_id: str) -> list[Note]:
-        return [note_from_json(text) for (text,) in
-                self.db.execute("SELECT note FROM notes WHERE id = ? AND note IS NOT NULL ORDER BY path", (note_id,))]
+        return [note_from_json(text, path) for path, text in self.db.execute(
+            "SELECT path, note FROM notes WHERE id = ? AND note IS NOT NULL ORDER BY path", (note_id,))]
 
     def by_stem(self, stem: str) -> list[Note]:
-        return [note_from_json(text) for (text,) in
-                self.db.execute("SELECT note FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
+        return [note_from_json(text, path) for path, text in self.db.execute(
+            "SELECT path, note FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
 
     def problem_of_stem(self, stem: str) -> tuple[str, str] | None:
         row = self.db.execute("SELECT path, problem FROM notes WHERE stem = ? AND problem IS NOT NULL",
@@ -394,7 +419,7 @@ class Catalog:
             marks = ",".join("?" * len(chunk))
             for path, text in self.db.execute(
                     f"SELECT path, note FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", chunk):
-                found[path] = note_from_json(text)
+                found[path] = note_from_json(text, path)
         return found
 
     @property
@@ -402,8 +427,8 @@ class Catalog:
         """Every readable note, by path (loaded once per generation)."""
         gen = self.generation
         if self._notes_cache is None or self._notes_cache[0] != gen:
-            self._notes_cache = (gen, [note_from_json(text) for (text,) in self.db.execute(
-                "SELECT note FROM notes WHERE note IS NOT NULL ORDER BY path")])
+            self._notes_cache = (gen, [note_from_json(text, path) for path, text in self.db.execute(
+                "SELECT path, note FROM notes WHERE note IS NOT NULL ORDER BY path")])
         return self._notes_cache[1]
 
     @property
@@ -448,7 +473,7 @@ class Catalog:
             if text is None:
                 removed.append(path)
             else:
-                changed[path] = note_from_json(text)
+                changed[path] = note_from_json(text, path)
         removed += [path for (path,) in self.db.execute("SELECT path FROM removed WHERE gen > ?", (gen,))]
         return current, changed, removed
 
@@ -456,7 +481,7 @@ class Catalog:
         """What the BM25 index lacks: notes whose current bytes it has not seen
         (path -> (note, file hash, digest of the document it holds)), and paths it
         holds that are gone or unreadable now."""
-        changed = {path: (note_from_json(text), digest, doc) for path, text, digest, doc in self.db.execute(
+        changed = {path: (note_from_json(text, path), digest, doc) for path, text, digest, doc in self.db.execute(
             "SELECT path, note, hash, indexed_doc FROM notes WHERE indexed IS NOT hash AND note IS NOT NULL")}
         unreadable = [path for (path,) in self.db.execute(
             "SELECT path FROM notes WHERE note IS NULL AND indexed_doc IS NOT NULL")]
@@ -472,12 +497,26 @@ class Catalog:
                                 [(path,) for path in removed])
             self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
             self.db.execute("DELETE FROM removed WHERE indexed = 0 AND gen < ?", (self.generation - 10_000,))
+        _shrink_wal(self.db, len(done) + len(removed))
 
     def forget_index(self) -> None:
         """The BM25 index was deleted or rebuilt from nothing: every note is pending again."""
         with self.transaction():
             self.db.execute("UPDATE notes SET indexed = NULL, indexed_doc = NULL")
             self.db.execute("UPDATE removed SET indexed = 0")
+
+
+BIG_TRANSACTION = 1000
+
+
+def _shrink_wal(db: sqlite3.Connection, rows: int) -> None:
+    """After a transaction of many rows, fold the WAL back into the file and truncate it:
+    a rebuild would otherwise leave tens of MB of WAL beside the catalog."""
+    if rows >= BIG_TRANSACTION and not db.in_transaction:
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass  # busy: the next big write tries again
 
 
 class _Transaction:

@@ -66,8 +66,9 @@ class Problem:
 
 _LAST_FIELDS = ("op", "path", "content", "time", "seq")
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger_tip (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS ledger_last (id TEXT PRIMARY KEY, op TEXT, path TEXT, content TEXT, time TEXT, seq INTEGER);
+CREATE TABLE IF NOT EXISTS ledger_tip (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_last (id TEXT PRIMARY KEY, op TEXT, path TEXT, content TEXT, time TEXT, seq INTEGER)
+    WITHOUT ROWID;
 """
 
 
