@@ -516,9 +516,10 @@ class Vault:
     def recall(self, query: str, k: int | None = None, namespace: str | None = None, kind: str | None = None,
                include_hidden: bool = False, history: bool = False) -> list[Hit]:
         """The `k` notes that best answer `query` (recall.py); `history` adds superseded ones."""
-        from vaultmem.search.engine import engine_for, scope
+        from vaultmem.core.model import recall_scope
+        from vaultmem.search.engine import engine_for
 
-        return engine_for(self).recall(query, k, namespace, kind, scope(include_hidden, history))
+        return engine_for(self).recall(query, k, namespace, kind, recall_scope(include_hidden, history))
 
     def review(self, limit: int = 20) -> list[Note]:
         """Notes due for confirmation, most at risk first."""

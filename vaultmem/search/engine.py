@@ -1,9 +1,9 @@
 """Recall: find the memories that answer a query, best first.
 
 Two rankings of the vault's notes are fused:
-- lexical: Whoosh BM25F over title, body, tags and namespace (index/bm25.py);
-- semantic: cosine similarity of sentence embeddings (index/embed.py, cached
-  in index/vectors.py), which finds a memory when the words differ. Below the
+- lexical: Whoosh BM25F over title, body, tags and namespace (search/bm25.py);
+- semantic: cosine similarity of sentence embeddings (search/embed.py, cached
+  in search/vectors.py), which finds a memory when the words differ. Below the
   model's `min_similarity` a note is not a match, so a query about nothing in
   the vault returns nothing rather than the least unrelated notes.
 
@@ -35,8 +35,9 @@ to") or names a time window. A relevant memory whose retrievability is low still
 `fading` or `weak`, so the agent can reinforce it.
 
 Archived, suspended and superseded notes are left out unless asked for.
-Before answering, the engine brings the indexes in step with the files (a
-stat scan, or the watcher's events), so recall is never stale. If the
+Before answering, the engine brings the indexes in step with the files
+(the catalog's bounded freshness check, or the watcher's events; README,
+"How fresh recall is") by following the catalog's change feed. If the
 embedding model cannot load, recall is lexical only and says why.
 Reading only: recall never writes a note.
 """
@@ -51,12 +52,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, Note
+from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
 
-VISIBLE_STATUSES = tuple(s for s in STATUSES if s not in HIDDEN_STATUSES)
 LEXICAL_WEIGHT = 0.5
 CANDIDATES = 30
 SAME_SUBJECT_COSINE = 0.9
@@ -520,12 +520,6 @@ class _View:
         return self._masks[key]
 
 
-def in_namespace(note_namespace: str, wanted: str) -> bool:
-    """A filter on `work` also finds notes of `work/infra` (and `work/` means `work`)."""
-    wanted = wanted.strip().strip("/")
-    return not wanted or note_namespace == wanted or note_namespace.startswith(wanted + "/")
-
-
 def _status_allowed(status: str, include_hidden) -> bool:
     if status not in HIDDEN_STATUSES:
         return True
@@ -561,11 +555,6 @@ def _content_terms(note: Note) -> frozenset[str]:
     from vaultmem.search.bm25 import _query_analyzer
 
     return frozenset(t.text for t in _query_analyzer()(note.text))
-
-
-def scope(include_hidden: bool = False, history: bool = False) -> bool | str:
-    """Which hidden notes a recall may return: all (True), superseded ones ("history"), or none."""
-    return True if include_hidden else ("history" if history else False)
 
 
 def fuse(lexical: list[tuple[str, float, float]], cosines: dict[str, float], semantic_floor: float,
