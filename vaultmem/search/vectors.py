@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from vaultmem.store.catalog import rows_in
+
 EMBED_BATCH = 64
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, row INTEGER NOT NULL,
@@ -109,14 +111,8 @@ class VectorStore:
         if paths is None:
             found = self.db.execute("SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model,))
         else:
-            paths = list(paths)
-            found = []
-            for start in range(0, len(paths), 500):
-                chunk = paths[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                found += self.db.execute(
-                    f"SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
-                    (self.model, *chunk)).fetchall()
+            found = rows_in(self.db, "SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
+                            paths, self.model)
         return {path: (row, digest) for path, row, digest in found if row < rows}
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
@@ -126,16 +122,9 @@ class VectorStore:
         forget `removed` paths. Returns (path -> row for the changed notes, texts embedded)."""
         by_hash = {path: text_hash(self.model_name, text) for path, (_digest, text) in changed.items()}
         rows_now, _dim, _offset = _header(self.file)
-        existing = {}
-        wanted = list(set(by_hash.values()))
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for digest, row in self.db.execute(
-                    f"SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
-                    (self.model, *chunk)):
-                if row < rows_now:
-                    existing[digest] = row
+        existing = {digest: row for digest, row in rows_in(
+            self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
+            set(by_hash.values()), self.model) if row < rows_now}
         missing: dict[str, str] = {}
         for path, digest in by_hash.items():
             if digest not in existing and digest not in missing:

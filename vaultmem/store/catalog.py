@@ -290,12 +290,8 @@ class Catalog:
                 files[rel] = (info.st_mtime_ns, info.st_size)
             except OSError:
                 gone.append(rel)
-        known = {}
-        if files or gone:
-            marks = ",".join("?" * len(files.keys() | set(gone)))
-            for path, mtime, size in self.db.execute(
-                    f"SELECT path, mtime_ns, size FROM notes WHERE path IN ({marks})", [*files, *gone]):
-                known[path] = (mtime, size)
+        known = {path: (mtime, size) for path, mtime, size in rows_in(
+            self.db, "SELECT path, mtime_ns, size FROM notes WHERE path IN ({marks})", [*files, *gone])}
         changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
         return self._apply(changed, [rel for rel in gone if rel in known], files)
 
@@ -412,15 +408,8 @@ class Catalog:
 
     def at(self, paths: Iterable[str]) -> dict[str, Note]:
         """The notes at these paths (those that exist and parse)."""
-        paths = list(paths)
-        found = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            for path, text in self.db.execute(
-                    f"SELECT path, note FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", chunk):
-                found[path] = note_from_json(text, path)
-        return found
+        return {path: note_from_json(text, path) for path, text in rows_in(
+            self.db, "SELECT path, note FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", paths)}
 
     @property
     def notes(self) -> list[Note]:
@@ -449,14 +438,8 @@ class Catalog:
             "SELECT path, id, type, namespace, status, hash FROM notes WHERE note IS NOT NULL"))
 
     def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
-        paths = list(paths)
-        found = {}
-        for start in range(0, len(paths), 500):
-            chunk = paths[start:start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(
-                f"SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", chunk))
-        return found
+        return dict(rows_in(self.db, "SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL",
+                            paths))
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM notes WHERE note IS NOT NULL").fetchone()[0]
@@ -536,6 +519,17 @@ class _Transaction:
         if self.outer:
             self.db.execute("COMMIT" if kind is None else "ROLLBACK")
         return False
+
+
+def rows_in(db: sqlite3.Connection, query: str, keys: Iterable, *before) -> list[tuple]:
+    """Rows of `query` (with `{marks}` where the placeholders of an IN list go) for `keys`,
+    asked in chunks below SQLite's limit on variables; `before`: parameters ahead of the list."""
+    keys = list(keys)
+    found: list[tuple] = []
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        found += db.execute(query.format(marks=",".join("?" * len(chunk))), (*before, *chunk)).fetchall()
+    return found
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:
