@@ -181,10 +181,6 @@ class Vault:
             self._refreshed = True
         return self._catalog
 
-    def reread_next(self) -> None:
-        """The next read checks the files again."""
-        self._refreshed = False
-
     def forget_catalog(self) -> None:
         """Drop the connection to the catalog (after its file was deleted)."""
         if self._catalog is not None:

@@ -188,13 +188,6 @@ class VaultTools:
             except Exception as exc:  # noqa: BLE001 - recall will say what is wrong when asked
                 log.warning("vaultmem: warm-up failed (%s); recall loads on first use", error_text(exc))
 
-    def close(self) -> None:
-        with self.lock:
-            try:
-                self.engine().save()
-            except Exception as exc:  # noqa: BLE001
-                log.warning("vaultmem: could not save the recall caches: %s", error_text(exc))
-
 
 def _call(tools: VaultTools, fn):
     """Run a tool body one at a time, on the files as they are now; errors become one-line tool errors."""
@@ -408,5 +401,4 @@ def serve(vault_path=None, warm: bool = True) -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        tools.close()
         sys.stderr.flush()

@@ -280,9 +280,6 @@ class RecallEngine:
             self.sync()
             self._search("warm up", 1, None, None, False, clock.now())
 
-    def save(self) -> None:
-        """Nothing is kept only in memory any more (every update is on disk as it happens)."""
-
     # ------------------------------------------------------------ search
 
     def recall(self, query: str, top_k: int | None = None, namespace: str | None = None,

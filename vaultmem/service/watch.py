@@ -22,7 +22,6 @@ from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
 DEBOUNCE = 0.15
 MAX_DELAY = 0.5
 RESCAN_EVERY = 60.0
-SAVE_EVERY = 10.0
 
 
 class ChangeCollector:
@@ -132,7 +131,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         result = engine.sync(full=True)
         if on_update:
             on_update("scan", result)
-        last_scan = last_save = time.monotonic()
+        last_scan = time.monotonic()
         while not stop_event.is_set():
             collector.wake.wait(timeout=0.05)
             collector.wake.clear()
@@ -148,13 +147,9 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             elif now - last_scan > RESCAN_EVERY:
                 engine.sync(full=True)
                 last_scan = now
-            if now - last_save > SAVE_EVERY:
-                engine.save()
-                last_save = now
     finally:
         observer.stop()
         observer.join(timeout=5)
-        engine.save()
 
 
 def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
