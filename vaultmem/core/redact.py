@@ -18,7 +18,14 @@ every "password policy" memory would teach people to switch the filter off:
 - an assigned token, secret or API key must also look random: letters mixed
   with digits (or 20+ characters mixing upper and lower case);
 - a card number must fit an issuer's prefix and length and pass Luhn;
-- a phone number needs separators or a +CC, and dates are turned away.
+- a phone number needs separators or a +CC, and dates are turned away;
+- a secret told in prose ("the password for db1 is hunter2x", "my api key
+  is ...") must look like one: letters with digits or symbols, all digits,
+  or quoted; never a word or a hyphenated compound ("JWT-based", "md5-hashed"),
+  a technical name (base64, sha256, ed25519), a password manager, and it must
+  end the clause ("the password is 12 characters long" holds no password);
+- a 40-character AWS secret access key has no prefix of its own, so it counts
+  only with AWS context nearby: an access key id, or the words aws or secret.
 
 Secrets are always looked for. Emails and phone numbers are personal data a
 memory may legitimately hold, so they are looked for only when the policy asks.
@@ -86,6 +93,41 @@ _CARD = re.compile(
 )
 
 
+# What follows "the password is" in prose without being one.
+_PROSE_WORDISH = re.compile(r"^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z]{2,})+$")  # JWT-based, md5-hashed, per-project
+_PROSE_NAMES = re.compile(
+    r"(?i)^(?:base(?:32|58|64)|sha-?\d+|md5|ed25519|x25519|rsa-?\d+|aes-?\d+|[hre]s\d{3}|x\.?509|pbkdf2"
+    r"|argon2(?:id|i|d)?|utf-?8|pkcs#?\d+|1password|bitwarden|lastpass|keepass(?:xc)?|dashlane|keychain)$"
+)
+# A quoted value that is a verdict on the password, not the password.
+_PROSE_VERDICTS = re.compile(
+    r"(?i)^(?:invalid|incorrect|wrong|expired|required|missing|empty|blank|weak|strong|too short|too long"
+    r"|not set|unknown|forgotten|locked)$"
+)
+
+
+def _prose_secret(value: str) -> bool:
+    """A value told in prose: letters with digits or symbols, or 6+ digits; never a word."""
+    if len(value) < 6 or not _plausible(value) or _PROSE_WORDISH.match(value) or _PROSE_NAMES.match(value):
+        return False
+    if value.isdigit():
+        return True
+    letters = re.search(r"[A-Za-z]", value) is not None
+    return letters and re.search(r"[^A-Za-z]", value) is not None
+
+
+def _quoted_secret(value: str) -> bool:
+    """A quoted value, spaces allowed ("S3cure Pass 77"); not padded like code (`" + var + "`), not a verdict."""
+    return (len(value) >= 6 and value == value.strip() and _plausible(value)
+            and not _PROSE_VERDICTS.match(value) and not re.search(r"\s[+,]\s", value))
+
+
+def _aws_secret(value: str) -> bool:
+    """40 base64 characters mixing upper, lower and digits: not a hex hash, a word or a path."""
+    has = [re.search(c, value) is not None for c in ("[a-z]", "[A-Z]", "[0-9]")]
+    return all(has) and "//" not in value and _plausible(value)
+
+
 def _card(value: str) -> bool:
     digits = re.sub(r"\D", "", value)
     if not _CARD.fullmatch(digits):
@@ -128,6 +170,21 @@ def _assignment(keys: str) -> re.Pattern[str]:
 
 Rule = tuple[str, re.Pattern, Callable[[str], bool] | None]
 
+# Prose: "<the/my ...> password <for the admin console> is <value>", the value ending the clause.
+_PROSE_KEY = (r"(?:pass(?:word|wd|phrase|code)|pwd|pin(?:[ \t]+code)?|api[ \t_-]?key|access[ \t_-]?key"
+              r"|secret(?:[ \t_-]?(?:access[ \t_-]?)?key)?|client[ \t_-]?secret|credentials?"
+              r"|(?:auth|access|api|bearer|refresh|session|bot|deploy)[ \t_-]?token|token)")
+_PROSE_VERB = (r"(?:[ \t]*[:=]|[ \t]+(?:(?:has[ \t]+been[ \t]+|was[ \t]+|is[ \t]+)?(?:set|changed|reset)[ \t]+to"
+               r"|is[ \t]+(?:now|still|actually)|will[ \t]+be|became|is|was|are|were))")
+_PROSE_QUALIFIER = r"(?:[ \t]+(?:for|of|to|on|at|in)[ \t]+[^\s.,;:!?\"'`=]{1,30}(?:[ \t]+[^\s.,;:!?\"'`=]{1,30}){0,3}?)?"
+_CLAUSE_END = (r"(?=[.,;:!?)\]]*(?:\s*$|[ \t]+(?:and|for|on|in|at|but|so|if|to|from|until|when|which|while"
+               r"|since|because|or|[-—(])\b|[ \t]+[-—(]|[,;:!?)\]]|\.(?:\s|$)))")
+
+
+def _prose(value_pattern: str) -> re.Pattern[str]:
+    return re.compile(rf"(?i)(?<![\w-]){_PROSE_KEY}{_PROSE_QUALIFIER}{_PROSE_VERB}[ \t]+"
+                      rf"{value_pattern}", re.MULTILINE)
+
 _SECRETS: list[Rule] = [
     ("private key", re.compile(rf"-----BEGIN {_PEM}(?:[^-]|-(?!----))*-----END {_PEM}"), _pem_body),
     # Cut short (no END line): the header and the base64 lines right after it.
@@ -158,9 +215,21 @@ _SECRETS: list[Rule] = [
     ("API key", _assignment(r"api[_-]?key"), _random),
     ("secret", _assignment(r"secret(?:[_-]?access)?(?:[_-]?key)?"), _random),
     ("token", _assignment(r"token"), _random),
+    ("password", _prose(rf"""(?P<v>[^\s"'`]*[^\s"'`.,;:!?)\]}}>]){_CLAUSE_END}"""), _prose_secret),
+    ("password", _prose(r"""(?P<q>["'`])(?P<v>[^"'`\n]{6,64})(?P=q)"""), _quoted_secret),
+    # Passwords on command lines quoted in notes: mysql -pSECRET, curl -u user:SECRET, sshpass -p SECRET.
+    ("password", re.compile(rf"\bmysql(?:dump|admin)?\b[^\n]{{0,100}}?[ \t]-p(?=[^\s\"'`-]){_VALUE}"), _password),
+    ("password", re.compile(rf"(?<!\S)(?:-u|--user)[ \t]+[^\s:\"'`]+:{_VALUE}"), _password),
+    ("password", re.compile(rf"\bsshpass[ \t]+-p[ \t]*[\"']?{_VALUE}"), _password),
     # 4-4-4-4, 4-6-5 (Amex), 4-4-4-4-3 or one run of digits; one kind of separator throughout.
     ("credit card number", re.compile(
         r"(?<![\w+.-])\d{4}([ -]?)\d{4,6}\1\d{4,5}(?:\1\d{1,4}){0,2}(?![\w-])"), _card),
+]
+# Rules that count only with context nearby: (kind, pattern, context, characters either side).
+_AWS_CONTEXT = re.compile(r"(?i)(?<![\w-])(?:AKIA|ASIA)[A-Z0-9]{16}(?![\w-])|\baws\b|secret")
+_CONTEXTUAL: list[tuple[str, re.Pattern, re.Pattern, int, Callable[[str], bool]]] = [
+    ("AWS secret key", re.compile(r"(?<![A-Za-z0-9/+=_-])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=_-])"),
+     _AWS_CONTEXT, 200, _aws_secret),
 ]
 _EMAILS: list[Rule] = [
     ("email address", re.compile(
@@ -193,6 +262,11 @@ def scan(text: str, policy: Policy = Policy()) -> list[Finding]:
         for m in pattern.finditer(text):
             if valid is None or valid(m.group(group)):
                 found.append((m.start(group), -(m.end(group) - m.start(group)), order, kind))
+    for order, (kind, pattern, context, window, valid) in enumerate(_CONTEXTUAL, start=len(rules)):
+        for m in pattern.finditer(text):
+            near = text[max(0, m.start() - window):m.start()] + " " + text[m.end():m.end() + window]
+            if valid(m.group("v")) and context.search(near):
+                found.append((m.start("v"), -(m.end("v") - m.start("v")), order, kind))
     found.sort()
     out: list[Finding] = []
     for start, neg_len, _, kind in found:
