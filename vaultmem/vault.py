@@ -297,14 +297,18 @@ class Vault:
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
-        body_text, redacted = self.screen(body_text, redact)
-        source, source_redacted = self.screen(source or "", redact)  # a URL may carry a password
-        redacted = list(dict.fromkeys([*redacted, *source_redacted]))
-        title = self.screen(title, True)[0] if title and redacted else title
-        now = clock.now()
-        created = created or now
         session, project = current_session(session), current_project(project)
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
+        # Every field that lands in a file is screened before anything is written.
+        self.screen_names(namespace=namespace, session=session, project=project)
+        body_text, redacted = self.screen(body_text, redact)
+        source, source_redacted = self.screen(source or "", redact, "source")  # a URL may carry a password
+        title, title_redacted = self.screen(title or "", redact, "title")
+        clean_tags, tags_redacted = self.screen_tags(clean_tags, redact)
+        redacted = list(dict.fromkeys([*redacted, *source_redacted, *title_redacted, *tags_redacted]))
+        title = title or None
+        now = clock.now()
+        created = created or now
         folder = "skills" if kind == "skill" else "memories"
         with self.write_lock():
             # The check runs under the lock: two processes adding contradicting
@@ -353,19 +357,43 @@ class Vault:
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
 
-    def screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
-        """Pass text through the redaction filter with this vault's policy: raise
-        SecretFound, or with `redact` return (masked text, kinds masked)."""
-        from vaultmem.core.redact import Policy, describe, mask, scan
-        from vaultmem.errors import SecretFound
+    def screen(self, text: str | None, redact: bool, field: str = "text") -> tuple[str, list[str]]:
+        """Pass one field through the redaction filter with this vault's policy: raise
+        SecretFound naming the field, or with `redact` return (masked text, kinds masked)."""
+        from vaultmem.core.redact import mask
 
-        findings = scan(text, Policy(emails=self.config.redact_emails, phones=self.config.redact_phones))
+        text = text or ""
+        findings = self._secrets_in(text)
         if not findings:
             return text, []
         if not redact:
-            raise SecretFound(f"the text holds {describe(findings)}; nothing was written. Remove it, "
-                              "or pass --redact to store the text with it masked", findings)
+            raise _refusal(field, findings, "Remove it, or pass --redact to store the text with it masked")
         return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
+
+    def screen_names(self, **fields: str | None) -> None:
+        """Fields that become folders, ledger entries or log lines (namespace, session, project,
+        a grade's comment, a reason) are never masked: a secret in one refuses the write."""
+        for field, value in fields.items():
+            findings = self._secrets_in(value or "")
+            if findings:
+                raise _refusal(field, findings, f"Remove it from the {field} (it is never masked)")
+
+    def screen_tags(self, tags: tuple[str, ...], redact: bool) -> tuple[tuple[str, ...], list[str]]:
+        """Tags holding a secret: refused, or with `redact` left out (a masked tag means nothing)."""
+        kept, kinds = [], []
+        for tag in tags:
+            findings = self._secrets_in(tag)
+            if findings and not redact:
+                raise _refusal("tags", findings, "Remove that tag, or pass --redact to leave it out")
+            kinds += [f.kind for f in findings]
+            if not findings:
+                kept.append(tag)
+        return tuple(kept), list(dict.fromkeys(kinds))
+
+    def _secrets_in(self, text: str) -> list:
+        from vaultmem.core.redact import Policy, scan
+
+        return scan(text, Policy(emails=self.config.redact_emails, phones=self.config.redact_phones))
 
     def related(self, text: str, namespace: str, kind: str = "memory", limit: int = 8,
                 created: datetime | None = None, tags: Iterable[str] = ()) -> list[Related]:
@@ -396,6 +424,7 @@ class Vault:
         now = clock.now()
         records: list[dict] = []
         session, project = current_session(session), current_project(project)
+        self.screen_names(comment=comment, session=session, project=project)  # the review log keeps them
 
         def change(note: Note) -> dict:
             if note.status == "archived":
@@ -425,6 +454,7 @@ class Vault:
 
     def archive(self, note_id: str, reason: str = "manual") -> Note:
         """Move a note to archive/ (same relative path), logging a snapshot. Never deletes."""
+        self.screen_names(reason=reason)
         with self.write_lock():
             note = self.get(note_id)
             if note.path.startswith(ARCHIVE_DIR + "/"):
@@ -537,6 +567,8 @@ class Vault:
         (corrections.py)."""
         from vaultmem.ops.corrections import correct
 
+        self.screen(text, False)  # before the wrong one is graded: a refusal writes nothing
+        self.screen_names(reason=reason)
         return correct(self, note_id, text, reason, session=session, project=project)
 
     def resolve(self, keep_id: str, both: bool = False) -> list[str]:
@@ -580,6 +612,7 @@ class Vault:
         """Promote or demote one memory explicitly: a person's call, not evidence."""
         from vaultmem.ops.promotion import set_tier
 
+        self.screen_names(reason=reason)
         return set_tier(self, note_id, tier, reason)
 
     # ------------------------------------------------------------ tamper evidence
@@ -610,6 +643,7 @@ class Vault:
         rel = rel.replace("\\", "/").lstrip("/")
         if ".." in rel.split("/") or not is_note_path(rel):
             raise BadInput(f"{rel!r} is not a note path inside the vault (memories/, skills/ or archive/, *.md)")
+        self.screen(text, False, f"note file {rel}")  # restored byte for byte: refused, never masked
         path = self.root / rel
         with self.write_lock():
             if path.exists():
@@ -631,6 +665,14 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _refusal(field: str, findings: list, fix: str):
+    """SecretFound naming the field and the kinds found (never the secret), and the fix."""
+    from vaultmem.core.redact import describe
+    from vaultmem.errors import SecretFound
+
+    return SecretFound(f"the {field} holds {describe(findings)}; nothing was written. {fix}", findings)
 
 
 def _read_jsonl(path: Path, note_id: str) -> list[dict]:

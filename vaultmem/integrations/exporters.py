@@ -137,6 +137,7 @@ def restore_file(vault, rel: str, text: str, source: str = "", dry_run: bool = F
             return "unchanged", {"id": ident, "path": existing}
         what = f"{existing} has other text" if existing == rel else f"id {ident} is {existing}, with other text"
         return "conflict", {"id": ident, "path": existing, "reason": f"{what}; left as it is"}
+    vault.screen(text, False, f"note file {rel}")  # as import_file would: refused (skipped), never masked
     if dry_run:
         result = {"id": ident, "path": rel}
     else:

@@ -171,8 +171,12 @@ def _call_add(vault, record: Incoming, text: str, namespace: str, redact: bool):
 def _predict(vault, record: Incoming, text: str, namespace: str, key: tuple, seen: dict, report: Report,
              redact: bool) -> None:
     """What `add` would do, without writing: refused for a secret, merged, or added."""
-    try:
-        vault.screen(text, redact)  # the same filter, and the same refusal, as the real add
+    try:  # the same filters, and the same refusals, as the real add
+        vault.screen_names(namespace=namespace)
+        vault.screen(text, redact)
+        vault.screen(record.source, redact, "source")
+        vault.screen(record.title, redact, "title")
+        vault.screen_tags(tuple(record.tags or ()), redact)
     except SecretFound as exc:
         _refused(report, record.source, exc)
         return
