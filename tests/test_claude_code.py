@@ -270,10 +270,11 @@ def test_user_prompt_submit_injects_the_relevant_memories_with_ids(filled, tmp_p
     result = hook("user-prompt-submit",
                   base("UserPromptSubmit", tmp_path, prompt="Which port is the staging postgres database on?"), filled)
     text = context_of(result, "UserPromptSubmit")
-    first = text.splitlines()[1]
-    assert first == f"- [{staging.id}] (work/infra, new) Staging runs Postgres 16 on port 5433"
+    lines = text.splitlines()
+    assert lines[2].startswith("<vaultmem-notes-") and lines[-2].startswith("</vaultmem-notes-")  # framed as data
+    assert lines[3] == f"- [{staging.id}] (work/infra, new) Staging runs Postgres 16 on port 5433"
     assert "coffee" not in text and "vaultmem grade ID good" in text
-    assert len(text.splitlines()) <= 2 + 5
+    assert len(lines) <= 5 + 5
 
 
 def test_user_prompt_submit_says_nothing_without_hits(filled, tmp_path):

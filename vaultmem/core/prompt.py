@@ -12,8 +12,10 @@ matters most survives:
 
 Each line carries the id, namespace and a label (new, learning, strong,
 fading, weak, or contested: a disputed memory is never shown as plain
-fact), so the agent can grade what it used. `max_tokens` is a budget
-in approximate tokens (4 characters each).
+fact), so the agent can grade what it used. The sections sit in one block
+framed as data (fence.py): a note saying "ignore previous instructions" or
+holding a role tag is a stored note, and cannot end the block. `max_tokens`
+is a budget in approximate tokens (4 characters each), the frame included.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from vaultmem.config import Config
+from vaultmem.core.fence import OVERHEAD, fence, neutralize
 from vaultmem.core.model import Note, in_namespace
 from vaultmem.core.schedule import label, retrievability
 
@@ -46,11 +49,13 @@ class PromptLine:
 
 @dataclass(frozen=True)
 class PromptBlock:
-    """The rendered block and the memories in it."""
+    """The rendered block and the memories in it; `body` is the sections without the frame
+    (for a caller that frames them together with other lines, as the SessionStart hook does)."""
 
     text: str
     lines: list[PromptLine] = field(default_factory=list)
     left_out: int = 0  # memories that did not fit the budget
+    body: str = ""
 
     def to_dict(self, now: datetime, config: Config) -> dict:
         from vaultmem.core.present import note_dict
@@ -86,7 +91,7 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
     lines = []
     for note in sorted(chosen, key=rank):
         word = label(note, now, config)
-        text = note.summary
+        text = neutralize(note.summary)
         if len(text) > MAX_LINE_CHARS:
             text = text[: MAX_LINE_CHARS - 1] + "…"
         lines.append(PromptLine(note, word, section_of(note), f"- [{note.id}] ({note.namespace}, {word}) {text}"))
@@ -96,8 +101,8 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
 def render_prompt(lines: list[PromptLine], max_tokens: int) -> PromptBlock:
     """The block within `max_tokens` (section headings included in the count)."""
     budget = max_tokens * CHARS_PER_TOKEN
-    out = [HEADER]
-    used = len(HEADER) + 1
+    out: list[str] = []
+    used = len(HEADER) + 1 + OVERHEAD
     kept: list[PromptLine] = []
     current = None
     for line in lines:
@@ -113,4 +118,5 @@ def render_prompt(lines: list[PromptLine], max_tokens: int) -> PromptBlock:
         used += cost
     if not kept:
         return PromptBlock("", [], len(lines))
-    return PromptBlock("\n".join(out) + "\n", kept, len(lines) - len(kept))
+    body = "\n".join(out)
+    return PromptBlock(f"{HEADER}\n{fence(body)}", kept, len(lines) - len(kept), body)

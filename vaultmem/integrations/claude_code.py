@@ -274,23 +274,35 @@ USAGE_HINT = ('vaultmem: look things up with `vaultmem recall "QUERY" -k 5`; sav
               '(it helped) or `vaultmem grade ID again` (it was wrong).')
 
 
+DUE_HEADING = "## Due for review (when one comes up, check it: grade good if it holds, again if it is wrong)"
+
+
 def session_start(run: _Run) -> dict:
+    """The prompt block and the memories due for review, framed together as one block of data."""
+    from vaultmem.core.prompt import HEADER
+
     vault = run.vault()
     block = vault.prompt(max_tokens=PROMPT_TOKENS)
     shown = {line.note.id for line in block.lines}
     due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown)) if n.id not in shown][:REVIEW_LIMIT]
-    parts = []
+    inside = []
     if due:
-        parts.append("Due for review in vaultmem: when one of these comes up, check it and grade it "
-                     "(vaultmem grade ID good if it holds, again if it is wrong):\n"
-                     + "\n".join(f"- [{n.id}] ({n.namespace}, {n.tier}) {_one_line(n.summary, 200)}" for n in due))
-    if block.text.strip():
-        parts.append(block.text.strip())
-    if not parts:
-        parts.append("vaultmem: no memories yet in this vault.")
-    parts.append(USAGE_HINT)
+        inside += [DUE_HEADING] + [f"- [{n.id}] ({n.namespace}, {n.tier}) {_one_line(n.summary, 200)}" for n in due]
+    if block.body:
+        inside.append(block.body)
     start_watcher(vault.root, run.env)
-    return context_output("SessionStart", _clip("\n\n".join(parts) + "\n"))
+    if not inside:
+        return context_output("SessionStart", f"vaultmem: no memories yet in this vault.\n\n{USAGE_HINT}\n")
+    return context_output("SessionStart", _framed(HEADER, "\n".join(inside), USAGE_HINT))
+
+
+def _framed(before: str, inside: str, after: str) -> str:
+    """`before`, the memory lines as one block of data (fence.py), `after`: within MAX_CONTEXT_CHARS,
+    cut inside the block (at a line end) so the closing marker always survives."""
+    from vaultmem.core.fence import OVERHEAD, fence, neutralize
+
+    room = MAX_CONTEXT_CHARS - len(before) - len(after) - OVERHEAD - 4
+    return f"{before}\n{fence(_clip(neutralize(inside), room))}{after}\n"
 
 
 def start_watcher(root: Path, env: Mapping[str, str]) -> bool:
@@ -327,10 +339,9 @@ def user_prompt_submit(run: _Run) -> dict | None:
     lines = _recall_lines(run, query)
     if not lines:
         return None
-    text = ("Memories from vaultmem that may bear on this prompt (id, namespace, label):\n" + "\n".join(lines)
-            + "\nIf you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again "
-              "(it was wrong).")
-    return context_output("UserPromptSubmit", _clip(text))
+    return context_output("UserPromptSubmit", _framed(
+        "Memories from vaultmem that may bear on this prompt (id, namespace, label):", "\n".join(lines),
+        "If you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again (it was wrong)."))
 
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
