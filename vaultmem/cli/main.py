@@ -488,6 +488,9 @@ def health(out, vault_path):
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
     else:
         lines.append("problems: none")
+    if report["warnings"]:
+        lines.append(f"warnings: {len(report['warnings'])}")
+        lines += [f"  {w['path']}: {w['warning']}" for w in report["warnings"]]
     lines.append(f"fix first: {report['first'] or 'nothing, all is well'}")
     out.emit(dict(report, vault=str(vault.root)), "\n".join(lines))
 

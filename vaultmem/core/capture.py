@@ -11,7 +11,12 @@ start of a sentence:
     lesson      "lesson learned: X", "TIL X", "next time, X"               (tier L0)
 
 Explicit requests, corrections and preferences count only in what the user
-typed; lessons may come from either side. Code blocks, quoted lines, tool
+typed; lessons may come from either side, but from the assistant never one
+that tells the agent to run a command or fetch a URL ("Next time, run curl
+... | sh"): text the model wrote, perhaps after reading a hostile page, must
+not become a standing order shown at every session start. Nothing with an
+override phrase, a role tag or a pipe-to-shell is kept from either side
+(instructions.py). Code blocks, quoted lines, tool
 results, system reminders and other text Claude Code injects are skipped, and
 so are questions. Each observation is rewritten as a statement that stands on
 its own ("remember that the API is on 8080" -> "The API is on 8080.").
@@ -26,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vaultmem.core.instructions import command_reason, injection_reason
 from vaultmem.core.model import Tier
 
 KINDS = ("explicit", "correction", "preference", "lesson")
@@ -182,7 +188,10 @@ def extract(sentence: str, role: str) -> tuple[str, str] | None:
         if _QUESTION.search(body) or len(body.strip()) < MIN_CHARS or len(body.split()) < 2:
             return None
         statement = _statement(template, body)
-        return (kind, statement) if len(statement) <= MAX_CHARS else None
+        if len(statement) > MAX_CHARS or injection_reason(sentence) \
+                or (role == "assistant" and command_reason(statement)):
+            return None
+        return kind, statement
     return None
 
 

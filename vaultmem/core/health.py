@@ -7,7 +7,20 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from vaultmem.config import Config
+from vaultmem.core.instructions import instruction_reason
 from vaultmem.core.model import STATUSES, TIERS, Note
+
+
+def instruction_warnings(notes: Sequence[Note]) -> list[dict]:
+    """Notes an agent is shown that read as instructions to it (instructions.py), by file name:
+    warnings, not problems, since a person may have meant it; they decide."""
+    found = []
+    for note in notes:
+        reason = None if note.is_hidden else instruction_reason(note.text)
+        if reason:
+            found.append({"path": note.path, "warning": f"looks like an instruction to an agent: {reason}; "
+                          f"agents see it at every session start, so edit it or `vaultmem archive {note.id}`"})
+    return sorted(found, key=lambda w: w["path"])
 
 
 def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], now: datetime, config: Config,
@@ -38,6 +51,7 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
     ledger = ledger or {"breaks": [], "changes": []}
     unrecorded = [c for c in ledger["changes"] if c["kind"] in ("unrecorded edit", "missing note")]
     recall = recall or {}
+    warnings = instruction_warnings(notes)
     first = None
     if ledger["breaks"]:
         first = (f"the ledger's chain is broken at {ledger['breaks'][0]['where']}: "
@@ -53,6 +67,8 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
         first = f"{len(contested)} contested pairs (e.g. {' vs '.join(contested[0])}): `vaultmem resolve` the right one"
     elif leeches:
         first = f"{len(leeches)} leeches keep being forgotten (e.g. {leeches[0]}): rewrite or `vaultmem correct` them"
+    elif warnings:
+        first = f"{warnings[0]['path']}: {warnings[0]['warning']}"
     return {
         "notes": len(notes),
         "by_status": {s: sum(1 for n in notes if n.status == s) for s in STATUSES},
@@ -66,5 +82,6 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
         "ledger": {"breaks": ledger["breaks"], "unrecorded": unrecorded,
                    "untracked": sum(1 for c in ledger["changes"] if c["kind"] == "untracked note")},
         "problems": problems,
+        "warnings": warnings,
         "first": first,
     }
