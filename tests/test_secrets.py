@@ -2,7 +2,7 @@
 the API, the CLI, imports and the Stop hook; look-alikes still go in.
 
 The corpora are bench/data/secrets.txt (must be caught) and
-bench/data/secret_lookalikes.txt (must pass); `python bench/secrets.py` prints
+bench/data/secret_lookalikes.txt (must pass); `python bench/redaction.py` prints
 the screener's precision and recall on them. Fakes are split with "{+}" in those
 files (and assembled by concatenation here) so no literal key sits in the repo.
 """

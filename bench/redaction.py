@@ -1,7 +1,7 @@
 """How well the secret screener (`vaultmem.core.redact.scan`) tells secrets from look-alikes.
 
-    python bench/secrets.py             # both sets in bench/data (see below)
-    python bench/secrets.py --errors    # also list every miss and every false alarm
+    python bench/redaction.py             # both sets in bench/data (see below)
+    python bench/redaction.py --errors    # also list every miss and every false alarm
 
 Two sets, each a file of texts that hold a secret (prose such as "the
 password for db1 is ...", key-value lines, provider tokens, AWS key pairs,
@@ -14,7 +14,8 @@ hashes, UUIDs, references such as $DB_PASSWORD):
     held out   secrets_heldout.txt, secret_lookalikes_heldout.txt: written after
                the rules were final, never used to tune them: the honest figure
 
-One text a line; "{+}" is removed on reading (it splits provider-shaped fakes
+(Named redaction.py, not secrets.py: bench/ goes on sys.path and would shadow the
+stdlib module.) One text a line; "{+}" is removed on reading (it splits provider-shaped fakes
 so no literal key sits in the repository). Prints one markdown table: per set
 the counts, then precision, recall and F1 of "flagged" as the prediction of
 "holds a secret", and the scan time per text. Always exits 0.
