@@ -94,7 +94,8 @@ _CARD = re.compile(
 
 
 # What follows "the password is" in prose without being one.
-_PROSE_WORDISH = re.compile(r"^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z]{2,})+$")  # JWT-based, md5-hashed, per-project
+# JWT-based, md5-hashed, per-project: words joined by hyphens.
+_PROSE_WORDISH = re.compile(r"^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z]{2,})+$")
 _PROSE_NAMES = re.compile(
     r"(?i)^(?:base(?:32|58|64)|sha-?\d+|md5|ed25519|x25519|rsa-?\d+|aes-?\d+|[hre]s\d{3}|x\.?509|pbkdf2"
     r"|argon2(?:id|i|d)?|utf-?8|pkcs#?\d+|1password|bitwarden|lastpass|keepass(?:xc)?|dashlane|keychain)$"
@@ -176,7 +177,8 @@ _PROSE_KEY = (r"(?:pass(?:word|wd|phrase|code)|pwd|pin(?:[ \t]+code)?|api[ \t_-]
               r"|(?:auth|access|api|bearer|refresh|session|bot|deploy)[ \t_-]?token|token)")
 _PROSE_VERB = (r"(?:[ \t]*[:=]|[ \t]+(?:(?:has[ \t]+been[ \t]+|was[ \t]+|is[ \t]+)?(?:set|changed|reset)[ \t]+to"
                r"|is[ \t]+(?:now|still|actually)|will[ \t]+be|became|is|was|are|were))")
-_PROSE_QUALIFIER = r"(?:[ \t]+(?:for|of|to|on|at|in)[ \t]+[^\s.,;:!?\"'`=]{1,30}(?:[ \t]+[^\s.,;:!?\"'`=]{1,30}){0,3}?)?"
+_PROSE_WORD = r"[^\s.,;:!?\"'`=]{1,30}"
+_PROSE_QUALIFIER = rf"(?:[ \t]+(?:for|of|to|on|at|in)[ \t]+{_PROSE_WORD}(?:[ \t]+{_PROSE_WORD}){{0,3}}?)?"
 _CLAUSE_END = (r"(?=[.,;:!?)\]]*(?:\s*$|[ \t]+(?:and|for|on|in|at|but|so|if|to|from|until|when|which|while"
                r"|since|because|or|[-—(])\b|[ \t]+[-—(]|[,;:!?)\]]|\.(?:\s|$)))")
 

@@ -393,7 +393,9 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
     ) -> dict[str, Any]:
         """Where a memory came from: its source, the evidence that promoted it, what it superseded or
         conflicts with, and every recorded change and grade."""
-        return _plain(tools.vault.why(ref))
+        from vaultmem.core.fence import neutralize_data
+
+        return neutralize_data(_plain(tools.vault.why(ref)))
 
     return server, tools
 
