@@ -28,7 +28,7 @@ from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
 from vaultmem.store.catalog import Catalog
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
-from vaultmem.store.files import append_jsonl, create_new, decode_note, move, read_text, rewrite
+from vaultmem.store.files import append_jsonl, create_new, decode_note, move, read_text, rewrite, rewrite_many
 from vaultmem.store.template import init_vault
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,12 @@ class Vault:
 
     def _record_unseen_edit(self, note: Note, text: str, noticed_by: str) -> None:
         """Before vaultmem rewrites a note, record a change made by hand since its last record."""
+        entry = self._unseen_edit(note, text, noticed_by)
+        if entry:
+            self.ledger.append_many([entry])
+
+    def _unseen_edit(self, note: Note, text: str, noticed_by: str) -> tuple | None:
+        """The ledger entry for a change made by hand since the note's last record, if any."""
         from vaultmem.store.ledger import content_hash
 
         last = self.ledger.last(note.id)
@@ -124,7 +131,8 @@ class Vault:
             detail = {"noticed_by": noticed_by}
             if last is None:
                 detail["first_seen"] = True
-            self.record("external-edit", note, text, detail)
+            return ("external-edit", note.id, note.path, text, clock.format_datetime(clock.now()), detail)
+        return None
 
     def write_lock(self):
         """The vault-wide write lock (one per Vault object: it is re-entrant)."""
@@ -260,18 +268,8 @@ class Vault:
         meanwhile (files.rewrite); record a hand edit first, then `op`. Returns the
         note before and after, and the text the change was applied to."""
         rel = found.path
-        path = self.root / rel
-        applied: dict[str, tuple[Note, Note]] = {}
-
-        def compute(base: str) -> str:
-            before = parse(base, rel, self.defaults_for(rel, path))
-            if before.id != found.id:
-                raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
-            after = replace(before, **change(before))
-            applied[base] = (before, after)
-            return render(after, base)
-
-        base, new_text = rewrite(path, compute, lambda data: decode_note(path, data, self.config.max_note_bytes))
+        path, compute, decode, applied = self._job(found, change)
+        base, new_text = rewrite(path, compute, decode)
         before, after = applied[base]
         if new_text != base or moved_from:
             self._record_unseen_edit(before, base, op)
@@ -324,14 +322,16 @@ class Vault:
         source, source_redacted = self.screen(source or "", redact)  # a URL may carry a password
         redacted = list(dict.fromkeys([*redacted, *source_redacted]))
         title = self.screen(title, True)[0] if title and redacted else title
-        now = clock.now()
-        created = created or now
         session, project = current_session(session), current_project(project)
         clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
         folder = "skills" if kind == "skill" else "memories"
         with self.write_lock():
             # The check runs under the lock: two processes adding contradicting
-            # memories at once see each other's notes.
+            # memories at once see each other's notes. The time is taken under it
+            # too, so a memory that waited for the lock is not dated before one
+            # written meanwhile (it would look like a backfill and only contest it).
+            now = clock.now()
+            created = created or now
             related = (self.related(body_text, namespace, kind, created=created, tags=clean_tags)
                        if (merge or supersede) and self.config.check_conflicts else [])
             duplicate, superseded, contested = corrections.decide(related)
@@ -474,6 +474,23 @@ class Vault:
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
+    def _job(self, found: Note, change: Callable[[Note], dict]):
+        """(path, compute, decode, applied) to rewrite `found` with `change` (files.rewrite);
+        `applied` maps each text the change was applied to to (before, after)."""
+        rel = found.path
+        path = self.root / rel
+        applied: dict[str, tuple[Note, Note]] = {}
+
+        def compute(base: str) -> str:
+            before = parse(base, rel, self.defaults_for(rel, path))
+            if before.id != found.id:
+                raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
+            after = replace(before, **change(before))
+            applied[base] = (before, after)
+            return render(after, base)
+
+        return path, compute, lambda data: decode_note(path, data, self.config.max_note_bytes), applied
+
     def _move_to_archive(self, note: Note, changes: dict, reason: str) -> Note:
         target_rel = f"{ARCHIVE_DIR}/{note.path}"
         _before, after, text = self._move(note, target_rel, changes, "archive", {"reason": reason})
@@ -535,19 +552,41 @@ class Vault:
             if dry_run:
                 return steps
             done = []
-            for step in steps:
-                # By file, not by id: a note copied by hand (two files, one id) decays
-                # file by file and is reported by health, never stopping the rest.
+            for step in (s for s in steps if s.archive):
                 try:
-                    if step.archive:
-                        self._move_to_archive(step.note, step.changes, "decay")
-                    else:
-                        self._rewrite(step.note, lambda n, s=step: _recomputed(n, s, now, self.config,
-                                                                                stale_after_days), "decay", None)
+                    self._move_to_archive(step.note, step.changes, "decay")
                     done.append(step)
                 except (VaultmemError, FileNotFoundError):
                     continue  # moved, unreadable or contested meanwhile: the rest of the vault still decays
+            rewrites = [s for s in steps if not s.archive]
+            for start in range(0, len(rewrites), DECAY_BATCH):
+                done += self._decay_batch(rewrites[start:start + DECAY_BATCH], now, stale_after_days)
             return done
+
+    def _decay_batch(self, steps: list[DecayStep], now: datetime, stale_after_days) -> list[DecayStep]:
+        """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note),
+        by file, not by id: a note copied by hand (two files, one id) decays file by file
+        and is reported by health, never stopping the rest."""
+        jobs = [self._job(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days))
+                for step in steps]
+        results = rewrite_many([job[:3] for job in jobs])
+        done, entries = [], []
+        catalog = self.catalog(refresh=False)
+        with catalog.transaction():
+            for step, job, result in zip(steps, jobs, results):
+                if isinstance(result, Exception):
+                    continue  # moved, unreadable or changed meanwhile: reported by health, retried next time
+                base, new_text = result
+                before, after = job[3][base]
+                if new_text != base:
+                    unseen = self._unseen_edit(before, base, "decay")
+                    entries += [unseen] if unseen else []
+                    catalog.wrote(after.path, new_text)
+                    entries.append(("decay", after.id, after.path, new_text, clock.format_datetime(clock.now()), None))
+                done.append(step)
+        if entries:
+            self.ledger.append_many(entries)
+        return done
 
     # ------------------------------------------------------------ reading for agents
 

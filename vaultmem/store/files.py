@@ -110,6 +110,73 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
     return base, new
 
 
+Job = tuple[Path, Callable[[str], str], Callable[[bytes], str]]  # (path, compute, decode) as for `rewrite`
+
+
+def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
+    """`rewrite` for many notes at once (decay): the same checks and exchanges, but the
+    new texts are made durable by one filesystem sync for the whole batch instead of
+    an fsync per file and per folder. Returns, per job, (base, new) or the error."""
+    results: list[tuple[str, str] | Exception] = []
+    staged: list[tuple[int, Path, Path, os.stat_result]] = []
+    for number, (path, compute, decode) in enumerate(jobs):
+        try:
+            expected, seen = _read_with_identity(path)
+            base = decode(expected)
+            new = compute(base)
+            results.append((base, new))
+            if new.encode("utf-8") != expected:
+                staged.append((number, path, _temp_copy(path, new, stat.S_IMODE(seen.st_mode), durable=False), seen))
+        except (VaultmemError, OSError) as exc:
+            results.append(exc)
+    if not staged:
+        return results
+    sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
+    for number, path, tmp, seen in staged:
+        try:
+            if _same_file(os.stat(path), seen) and _swap_in(tmp, path, seen):
+                continue
+        except OSError as exc:
+            results[number] = exc
+            continue
+        finally:
+            _unlink(tmp)
+        try:  # changed since we read it: the careful way, one note at a time
+            results[number] = rewrite(path, jobs[number][1], jobs[number][2])
+        except (VaultmemError, OSError) as exc:
+            results[number] = exc
+    sync_filesystem(staged[0][1].parent)  # and the renames
+    return results
+
+
+def sync_filesystem(folder: Path) -> None:
+    """Flush everything written to the filesystem holding `folder` (syncfs on Linux)."""
+    native = _libc_syncfs()
+    if native is not None:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if native(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    os.sync()
+
+
+def _libc_syncfs():
+    global _SYNCFS
+    if _SYNCFS is None:
+        try:
+            import ctypes
+
+            _SYNCFS = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", False)
+        except OSError:
+            _SYNCFS = False
+    return _SYNCFS or None
+
+
+_SYNCFS = None
+
+
 def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> bool:
     """Put `tmp` at `path` if what is there is still the file `seen`; True if it went in.
 
@@ -148,14 +215,16 @@ def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     return (a.st_ino, a.st_dev, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_dev, b.st_size, b.st_mtime_ns)
 
 
-def _temp_copy(path: Path, data: str | bytes, mode: int) -> Path:
-    """`data` in a synced temp file beside `path` (same folder, so renames stay atomic)."""
+def _temp_copy(path: Path, data: str | bytes, mode: int, durable: bool = True) -> Path:
+    """`data` in a temp file beside `path` (same folder, so renames stay atomic), synced
+    unless the caller syncs a whole batch itself."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".vaultmem-tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.chmod(tmp, mode)
     except BaseException:
         _unlink(Path(tmp))

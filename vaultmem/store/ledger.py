@@ -86,7 +86,8 @@ class Ledger:
     def db(self):
         db = self._db_source() if callable(self._db_source) else self._db_source
         if not self._ready:
-            db.executescript(_SCHEMA)
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)  # not executescript: it would commit a transaction under way
             self._ready = True
         return db
 
@@ -94,25 +95,35 @@ class Ledger:
 
     def append(self, op: str, note_id: str, path: str, text: str | None, time: str, detail: dict | None = None) -> dict:
         """Add one record at the tip of the chain (caller holds the write lock)."""
+        return self.append_many([(op, note_id, path, text, time, detail)])[0]
+
+    def append_many(self, entries: list[tuple]) -> list[dict]:
+        """Add records (op, note id, path, text, time, detail) at the tip, in one write
+        and one fsync (caller holds the write lock)."""
         offset, seq, tip = self._catch_up()
-        record = {"seq": seq + 1, "time": time, "op": op, "id": note_id, "path": path,
-                  "content": None if text is None else content_hash(text), "prev": tip}
-        if detail:
-            record["detail"] = detail
-        record["hash"] = record_hash(record)
-        line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        records, lines = [], []
+        for op, note_id, path, text, time, detail in entries:
+            seq += 1
+            record = {"seq": seq, "time": time, "op": op, "id": note_id, "path": path,
+                      "content": None if text is None else content_hash(text), "prev": tip}
+            if detail:
+                record["detail"] = detail
+            record["hash"] = tip = record_hash(record)
+            records.append(record)
+            lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        data = "".join(lines).encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as handle:
             if handle.seek(0, os.SEEK_END) > offset:
                 # The last append was cut short (a crash mid-line): end that fragment
                 # here, so it stays a line of its own that `verify` reports as torn.
-                line = b"\n" + line
-            handle.write(line)
+                data = b"\n" + data
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
             end = handle.tell()
-        self._take([record], offset, end)
-        return record
+        self._take(records, offset, end)
+        return records
 
     # ------------------------------------------------------------ reading
 
