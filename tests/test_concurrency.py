@@ -43,23 +43,23 @@ def test_concurrent_adds_from_several_processes_all_land(run, vault_dir):
 
 
 def test_a_person_saving_during_a_write_is_not_overwritten(vault_dir, monkeypatch):
-    """Simulates Obsidian saving the file between vaultmem's read and its rename."""
-    import vaultmem.vault as vault_module
+    """Simulates an editor writing the file in place between vaultmem's read and its write."""
+    from vaultmem.store import files
 
     vault = Vault(vault_dir)
     note = vault.add("Original text", "x").note
     path = vault_dir / note.path
-    real_read = vault_module.read_text
+    real_read = files._read_with_identity
     calls = {"n": 0}
 
-    def read_then_person_saves(p, max_bytes):
-        text = real_read(p, max_bytes)
+    def read_then_person_saves(p):
+        data, info = real_read(p)
         calls["n"] += 1
         if calls["n"] == 1:  # right after vaultmem's first read, the person saves
-            path.write_text(text.replace("Original text", "Original text, corrected by a person"))
-        return text
+            path.write_text(data.decode().replace("Original text", "Original text, corrected by a person"))
+        return data, info
 
-    monkeypatch.setattr(vault_module, "read_text", read_then_person_saves)
+    monkeypatch.setattr(files, "_read_with_identity", read_then_person_saves)
     graded = vault.grade(note.id, "good")
     final = path.read_text()
     assert "corrected by a person" in final and "reps: 1" in final

@@ -25,10 +25,10 @@ from vaultmem.core.model import TIERS, Note
 from vaultmem.core.note import parse, render, skill_body, slugify
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
-from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound
+from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
 from vaultmem.store.catalog import Catalog
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
-from vaultmem.store.files import append_jsonl, atomic_write, read_text, rewrite_and_move
+from vaultmem.store.files import append_jsonl, create_new, decode_note, move, read_text, rewrite, rewrite_many
 from vaultmem.store.template import init_vault
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,12 @@ class Vault:
 
     def _record_unseen_edit(self, note: Note, text: str, noticed_by: str) -> None:
         """Before vaultmem rewrites a note, record a change made by hand since its last record."""
+        entry = self._unseen_edit(note, text, noticed_by)
+        if entry:
+            self.ledger.append_many([entry])
+
+    def _unseen_edit(self, note: Note, text: str, noticed_by: str) -> tuple | None:
+        """The ledger entry for a change made by hand since the note's last record, if any."""
         from vaultmem.store.ledger import content_hash
 
         last = self.ledger.last(note.id)
@@ -124,7 +131,8 @@ class Vault:
             detail = {"noticed_by": noticed_by}
             if last is None:
                 detail["first_seen"] = True
-            self.record("external-edit", note, text, detail)
+            return ("external-edit", note.id, note.path, text, clock.format_datetime(clock.now()), detail)
+        return None
 
     def write_lock(self):
         """The vault-wide write lock (one per Vault object: it is re-entrant)."""
@@ -216,7 +224,7 @@ class Vault:
         """
         note_id = str(note_id).strip()
         catalog = self.catalog()
-        for attempt in range(2):
+        for attempt in range(3):  # a file moved while we looked is looked for again
             if attempt:
                 catalog = self.catalog(fresh=True)
             matches = catalog.by_id(note_id) or catalog.by_stem(note_id)
@@ -238,23 +246,36 @@ class Vault:
         this change as `op`. Returns (before, after).
         """
         with self.write_lock():
+            found = None
             for _attempt in range(WRITE_RETRIES):
-                before = self.get(note_id)
-                path = self.root / before.path
-                text = read_text(path, self.config.max_note_bytes)
-                before = parse(text, before.path, self.defaults_for(before.path, path))
-                after = replace(before, **change(before))
-                new_text = render(after, text)
-                if read_text(path, self.config.max_note_bytes) != text:
-                    continue
-                if new_text != text:
-                    self._record_unseen_edit(before, text, op)
-                    atomic_write(path, new_text)
-                    self.catalog(refresh=False).wrote(before.path, new_text)
-                    self.record(op, after, new_text, detail)
-                return before, after
-        raise ConflictError(f"{before.path} kept changing while vaultmem tried to write it; "
+                try:
+                    found = self.get(note_id)
+                except NotFound:
+                    if found is None:
+                        raise
+                    continue  # moved again while we looked: look again
+                try:
+                    before, after, _text = self._rewrite(found, change, op, detail)
+                    return before, after
+                except FileNotFoundError:
+                    continue  # moved or deleted since we found it: find it again by its id
+        raise ConflictError(f"{found.path} kept moving while vaultmem tried to write it; "
                             "nothing was written, try again")
+
+    def _rewrite(self, found: Note, change: Callable[[Note], dict], op: str, detail: dict | None,
+                 moved_from: str | None = None) -> tuple[Note, Note, str]:
+        """Rewrite the file of `found` with `change`, on top of whatever a person saved
+        meanwhile (files.rewrite); record a hand edit first, then `op`. Returns the
+        note before and after, and the text the change was applied to."""
+        rel = found.path
+        path, compute, decode, applied = self._job(found, change)
+        base, new_text = rewrite(path, compute, decode)
+        before, after = applied[base]
+        if new_text != base or moved_from:
+            self._record_unseen_edit(before, base, op)
+            self.catalog(refresh=False).wrote(rel, new_text, moved_from=moved_from)
+            self.record(op, after, new_text, detail)
+        return before, after, base
 
     def add(
         self,
@@ -307,12 +328,14 @@ class Vault:
         clean_tags, tags_redacted = self.screen_tags(clean_tags, redact)
         redacted = list(dict.fromkeys([*redacted, *source_redacted, *title_redacted, *tags_redacted]))
         title = title or None
-        now = clock.now()
-        created = created or now
         folder = "skills" if kind == "skill" else "memories"
         with self.write_lock():
             # The check runs under the lock: two processes adding contradicting
-            # memories at once see each other's notes.
+            # memories at once see each other's notes. The time is taken under it
+            # too, so a memory that waited for the lock is not dated before one
+            # written meanwhile (it would look like a backfill and only contest it).
+            now = clock.now()
+            created = created or now
             related = (self.related(body_text, namespace, kind, created=created, tags=clean_tags)
                        if (merge or supersede) and self.config.check_conflicts else [])
             duplicate, superseded, contested = corrections.decide(related)
@@ -327,16 +350,12 @@ class Vault:
                                                   detail={"session": session, "project": project})
                 return Added(after, "recurrence", reason=duplicate.reason)
             catalog = self.catalog()
-            note_id = _new_id(catalog.id_taken)
-            stem = _free_stem(slugify(title or body_text.splitlines()[0]),
-                              lambda s: catalog.stem_taken(s) or (self.root / f"{folder}/{namespace}/{s}.md").exists())
-            rel = f"{folder}/{namespace}/{stem}.md"
             note = Note(
-                id=note_id, type=kind, namespace=namespace, tags=clean_tags, status="active", tier=tier,
-                strength=self.config.strength_initial, state="learning", step=0, stability=None,
+                id=_new_id(catalog.id_taken), type=kind, namespace=namespace, tags=clean_tags, status="active",
+                tier=tier, strength=self.config.strength_initial, state="learning", step=0, stability=None,
                 difficulty=None, due=created, last_review=None, reps=0, lapses=0, created=created,
                 updated=now, decayed=None, source=source or "",
-                body=body_text + "\n", path=rel, redacted=bool(redacted),
+                body=body_text + "\n", path="", redacted=bool(redacted),
             )
             note = replace(note, **with_evidence(note, session, project, now, explicit))
             reasons = []
@@ -344,9 +363,7 @@ class Vault:
                 note = replace(note, supersedes=superseded[0].note.link)
             if contested:
                 note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
-            text_out = render(note)
-            atomic_write(self.root / rel, text_out)
-            catalog.wrote(rel, text_out)
+            note, text_out = self._create(note, f"{folder}/{namespace}", slugify(title or body_text.splitlines()[0]))
             self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
             for item in superseded:
                 corrections.supersede(self, item.note.id, note, item.reason)
@@ -356,6 +373,32 @@ class Vault:
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
+
+    def _create(self, note: Note, folder: str, stem: str) -> tuple[Note, str]:
+        """Write a new note file under `folder` with a free name from `stem`; a file
+        someone creates under the same name meanwhile is never replaced."""
+        self._check_inside(folder)
+        catalog = self.catalog(refresh=False)
+        for _attempt in range(WRITE_RETRIES):
+            name = _free_stem(stem, lambda s: catalog.stem_taken(s) or (self.root / f"{folder}/{s}.md").exists())
+            rel = f"{folder}/{name}.md"
+            note = replace(note, path=rel)
+            text = render(note)
+            try:
+                create_new(self.root / rel, text)
+            except FileExistsError:
+                continue
+            catalog.wrote(rel, text)
+            return note, text
+        raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")
+
+    def _check_inside(self, folder: str) -> None:
+        """Refuse a note folder that leads out of the vault (a symlink): notes written
+        there would be invisible to vaultmem and land somewhere nobody chose."""
+        resolved = (self.root / folder).resolve()
+        if resolved != self.root and self.root not in resolved.parents:
+            raise BadInput(f"{folder}/ leads outside the vault (to {resolved}); vaultmem writes notes only inside "
+                           "the vault: replace the link with a real folder or use another namespace")
 
     def screen(self, text: str | None, redact: bool, field: str = "text") -> tuple[str, list[str]]:
         """Pass one field through the redaction filter with this vault's policy: raise
@@ -461,25 +504,50 @@ class Vault:
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
+    def _job(self, found: Note, change: Callable[[Note], dict]):
+        """(path, compute, decode, applied) to rewrite `found` with `change` (files.rewrite);
+        `applied` maps each text the change was applied to to (before, after)."""
+        rel = found.path
+        path = self.root / rel
+        applied: dict[str, tuple[Note, Note]] = {}
+
+        def compute(base: str) -> str:
+            before = parse(base, rel, self.defaults_for(rel, path))
+            if before.id != found.id:
+                raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
+            after = replace(before, **change(before))
+            applied[base] = (before, after)
+            return render(after, base)
+
+        return path, compute, lambda data: decode_note(path, data, self.config.max_note_bytes), applied
+
     def _move_to_archive(self, note: Note, changes: dict, reason: str) -> Note:
-        source = self.root / note.path
-        text = read_text(source, self.config.max_note_bytes)
-        current = parse(text, note.path, self.defaults_for(note.path, source))
-        after = replace(current, **changes)
         target_rel = f"{ARCHIVE_DIR}/{note.path}"
-        target = self.root / target_rel
-        if target.exists():
-            raise ConflictError(f"{target_rel} already exists; move it aside, then archive {note.id} again")
-        new_text = render(after, text)
-        self._record_unseen_edit(current, text, "archive")
-        rewrite_and_move(source, new_text, target)
-        self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
-        self.record("archive", replace(after, path=target_rel), new_text, {"reason": reason})
+        _before, after, text = self._move(note, target_rel, changes, "archive", {"reason": reason})
         append_jsonl(self.archive_log, {
             "op": "archive", "id": note.id, "from": note.path, "to": target_rel, "reason": reason,
             "time": clock.format_datetime(clock.now()), "text": text,
         })
-        return replace(after, path=target_rel)
+        return after
+
+    def _move(self, note: Note, target_rel: str, changes: dict, op: str,
+              detail: dict | None = None) -> tuple[Note, Note, str]:
+        """Move a note's file to `target_rel` (never over a file there), then apply
+        `changes` to it where it now is, on top of any save made meanwhile."""
+        source, target = self.root / note.path, self.root / target_rel
+        self._check_inside(str(Path(target_rel).parent))
+        try:
+            move(source, target)
+        except FileExistsError:
+            raise ConflictError(f"{target_rel} already exists; move one of them aside, then {op} {note.id} "
+                                "again") from None
+        try:
+            return self._rewrite(replace(note, path=target_rel), lambda n: changes, op, detail,
+                                 moved_from=note.path)
+        except BaseException:
+            if target.exists() and not source.exists():
+                move(target, source)  # the change failed: the note goes back where it was
+            raise
 
     def restore(self, note_id: str) -> Note:
         """Bring an archived note back to where it was, or un-suspend a leech.
@@ -492,22 +560,12 @@ class Vault:
         with self.write_lock():
             note = self.get(note_id)
             if note.path.startswith(ARCHIVE_DIR + "/"):
-                source = self.root / note.path
                 target_rel = note.path[len(ARCHIVE_DIR) + 1:]
-                target = self.root / target_rel
-                if target.exists():
-                    raise ConflictError(f"{target_rel} exists already; rename one of them, then restore {note.id}")
-                text = read_text(source, self.config.max_note_bytes)
-                current = parse(text, note.path, self.defaults_for(note.path, source))
-                after = replace(current, status="active", updated=now, decayed=now)
-                new_text = render(after, text)
-                self._record_unseen_edit(current, text, "restore")
-                rewrite_and_move(source, new_text, target)
-                self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
-                self.record("restore", replace(after, path=target_rel), new_text)
+                _before, after, _text = self._move(note, target_rel,
+                                                   {"status": "active", "updated": now, "decayed": now}, "restore")
                 append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                                 "time": clock.format_datetime(now)})
-                return replace(after, path=target_rel)
+                return after
             if note.status in ("suspended", "archived", "stale"):
                 _before, after = self.update_note(
                     note.id, lambda n: {"status": "active", "updated": now, "decayed": now}, op="restore")
@@ -524,18 +582,41 @@ class Vault:
             if dry_run:
                 return steps
             done = []
-            for step in steps:
+            for step in (s for s in steps if s.archive):
                 try:
-                    if step.archive:
-                        self._move_to_archive(step.note, step.changes, "decay")
-                    else:
-                        self.update_note(
-                            step.note.id, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
-                            op="decay")
+                    self._move_to_archive(step.note, step.changes, "decay")
                     done.append(step)
-                except (NoteError, ConflictError):
-                    continue  # reported by health; the rest of the vault still decays
+                except (VaultmemError, FileNotFoundError):
+                    continue  # moved, unreadable or contested meanwhile: the rest of the vault still decays
+            rewrites = [s for s in steps if not s.archive]
+            for start in range(0, len(rewrites), DECAY_BATCH):
+                done += self._decay_batch(rewrites[start:start + DECAY_BATCH], now, stale_after_days)
             return done
+
+    def _decay_batch(self, steps: list[DecayStep], now: datetime, stale_after_days) -> list[DecayStep]:
+        """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note),
+        by file, not by id: a note copied by hand (two files, one id) decays file by file
+        and is reported by health, never stopping the rest."""
+        jobs = [self._job(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days))
+                for step in steps]
+        results = rewrite_many([job[:3] for job in jobs])
+        done, entries = [], []
+        catalog = self.catalog(refresh=False)
+        with catalog.transaction():
+            for step, job, result in zip(steps, jobs, results):
+                if isinstance(result, Exception):
+                    continue  # moved, unreadable or changed meanwhile: reported by health, retried next time
+                base, new_text = result
+                before, after = job[3][base]
+                if new_text != base:
+                    unseen = self._unseen_edit(before, base, "decay")
+                    entries += [unseen] if unseen else []
+                    catalog.wrote(after.path, new_text)
+                    entries.append(("decay", after.id, after.path, new_text, clock.format_datetime(clock.now()), None))
+                done.append(step)
+        if entries:
+            self.ledger.append_many(entries)
+        return done
 
     # ------------------------------------------------------------ reading for agents
 
@@ -617,12 +698,13 @@ class Vault:
 
     # ------------------------------------------------------------ tamper evidence
 
-    def verify(self, record: bool = True) -> dict:
+    def verify(self, record: bool = True, re_anchor: bool = False) -> dict:
         """Walk the ledger's chain and compare every note with its last record; with
-        `record`, put changes made by hand on the ledger (audit.py)."""
+        `record`, put changes made by hand on the ledger, never over signs that the
+        ledger itself lost records unless `re_anchor` (audit.py)."""
         from vaultmem.ops.audit import verify
 
-        return verify(self, record)
+        return verify(self, record, re_anchor)
 
     def record_external_edits(self, paths: Iterable[str]) -> int:
         """Record hand edits and deletions of `paths` (the watcher's events) on the ledger."""
@@ -653,7 +735,10 @@ class Vault:
             note = parse(text, rel, self.defaults_for(rel, path))
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
-            atomic_write(path, text)
+            try:
+                create_new(path, text)
+            except FileExistsError:
+                raise ConflictError(f"{rel} appeared while importing; nothing was imported over it") from None
             self.catalog(refresh=False).wrote(rel, text)
             self.record("import", note, text, {"source": source} if source else None)
             return self.read_note(rel, text)

@@ -476,7 +476,9 @@ def health(out, vault_path):
              + (" (" + "; ".join(" vs ".join(p) for p in report["contested"][:5]) + ")" if report["contested"] else "")]
     ledger = report["ledger"]
     lines.append(f"ledger: {len(ledger['breaks'])} breaks, {len(ledger['unrecorded'])} unrecorded changes, "
-                 f"{ledger['untracked']} notes not yet recorded")
+                 f"{ledger['untracked']} notes not yet recorded"
+                 + (f", {len(ledger['torn'])} torn records (cut short by a crash)" if ledger["torn"] else ""))
+    lines += [f"  tampering: {sign}" for sign in ledger["tampering"]]
     lines.append("model: " + (status["model"] or f"unavailable, recall is lexical only ({status['model_problem']})"))
     stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
     if status["embeddings_stale"]:

@@ -132,8 +132,10 @@ def why(ref, out, vault_path):
 
 @click.command()
 @click.option("--strict", is_flag=True, help="Record nothing; exit 4 on any break, unrecorded edit or missing note.")
+@click.option("--re-anchor", "re_anchor", is_flag=True,
+              help="The ledger lost records and cannot be restored: say so on the ledger, then record again.")
 @common
-def verify(strict, out, vault_path):
+def verify(strict, re_anchor, out, vault_path):
     """Check the ledger's hash chain and every note against its last record.
 
     Without --strict, edits made by hand since their last record are
@@ -141,20 +143,30 @@ def verify(strict, out, vault_path):
     are reported and exit 4. With --strict nothing is recorded and any
     difference exits 4: for CI on a vault kept in git.
 
+    A ledger that lost records (deleted, emptied, its tail cut) is reported
+    as tampering and exits 4 with nothing recorded, since recording would
+    hide the gap: restore .vaultmem/ledger.jsonl from git, or pass
+    --re-anchor to write one record that says what was lost and go on.
+
     Example: vaultmem verify --strict
     """
     ctx = click.get_current_context()
     vault = _vault(vault_path)
-    result = vault.verify(record=not strict)
+    result = vault.verify(record=not strict, re_anchor=re_anchor and not strict)
     lines = [f"checked {result['notes']} notes against {vault.ledger.path.name}"]
-    for problem in result["breaks"] + result["changes"]:
+    for sign in result["tampering"]:
+        lines.append(f"tampering: {sign}; nothing was recorded. Restore .vaultmem/ledger.jsonl from git, "
+                     "or run `vaultmem verify --re-anchor` to put the gap on record and go on")
+    if result["re_anchored"]:
+        lines.append("re-anchored: the gap is on the ledger as a `re-anchor` record")
+    for problem in result["breaks"] + result["torn"] + result["changes"]:
         lines.append(f"{problem['kind']}: {problem['where']}: {problem['detail']}")
     if result["recorded"]:
         lines.append(f"recorded {result['recorded']} changes made outside vaultmem as external edits")
-    if not result["breaks"] and not result["changes"]:
+    if not (result["breaks"] or result["changes"] or result["tampering"] or result["torn"]):
         lines.append("ok: the chain is intact and every note matches its record")
     out.emit(result, "\n".join(lines))
-    if result["breaks"] or (strict and result["changes"]):
+    if result["breaks"] or result["tampering"] or (strict and (result["changes"] or result["torn"])):
         ctx.exit(EXIT_LEDGER_BROKEN)
 
 

@@ -53,7 +53,10 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
     recall = recall or {}
     warnings = instruction_warnings(notes)
     first = None
-    if ledger["breaks"]:
+    if ledger.get("tampering"):
+        first = (f"{ledger['tampering'][0]}: restore .vaultmem/ledger.jsonl from git, "
+                 "or `vaultmem verify --re-anchor` to put the gap on record")
+    elif ledger["breaks"]:
         first = (f"the ledger's chain is broken at {ledger['breaks'][0]['where']}: "
                  "restore .vaultmem/ledger.jsonl from git")
     elif problems:
@@ -79,7 +82,8 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
         "leeches": leeches,
         "stale": sum(1 for n in notes if n.status == "stale"),
         "contested": [list(pair) for pair in contested],
-        "ledger": {"breaks": ledger["breaks"], "unrecorded": unrecorded,
+        "ledger": {"breaks": ledger["breaks"], "tampering": ledger.get("tampering", []),
+                   "torn": ledger.get("torn", []), "unrecorded": unrecorded,
                    "untracked": sum(1 for c in ledger["changes"] if c["kind"] == "untracked note")},
         "problems": problems,
         "warnings": warnings,

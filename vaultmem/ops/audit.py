@@ -17,13 +17,16 @@ from vaultmem.errors import NoteError
 from vaultmem.store.files import read_text
 
 
-def verify(vault, record: bool = True) -> dict:
+def verify(vault, record: bool = True, re_anchor: bool = False) -> dict:
     """Walk the ledger's chain and compare every note with its last record.
 
     With `record`, changes made by hand (unrecorded edits, notes never
     recorded) are appended as `external-edit`, and notes gone as
     `external-delete`: they are legitimate, and now on the record.
-    Breaks of the chain are only ever reported.
+    Breaks of the chain are only ever reported. When the ledger itself looks
+    cut, emptied or deleted (`tampering`), nothing is recorded, since that
+    would hide the gap, unless `re_anchor`: then one `re-anchor` record says
+    what was missing, and recording goes on from there.
     """
     from vaultmem.store.ledger import check_chain, check_notes, content_hash
 
@@ -38,10 +41,18 @@ def verify(vault, record: bool = True) -> dict:
                 continue
             files[note.id] = (note.path, content_hash(text))
             texts[note.id] = (note, text)
-        breaks = check_chain(vault.ledger.records())
+        chain = check_chain(vault.ledger.records())
+        breaks = [p for p in chain if p.kind != "torn"]
         changes = check_notes(vault.ledger.state().last, files)
+        tampering = ledger_tampering(vault, changes)
         recorded = []
-        if record:
+        if tampering and re_anchor:
+            lost = vault.ledger.lost()
+            vault.ledger.append("re-anchor", "", "", None, clock.format_datetime(clock.now()),
+                                {"reason": tampering[0], **({"lost_records": lost[0], "lost_tip": lost[1]}
+                                                            if lost else {})})
+            vault.ledger.forget_lost()
+        if record and (not tampering or re_anchor):
             for problem in changes:
                 note_id = problem.note_id
                 if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
@@ -58,10 +69,75 @@ def verify(vault, record: bool = True) -> dict:
                     recorded.append(problem)
         return {
             "breaks": [p.as_dict() for p in breaks],
+            "torn": [p.as_dict() for p in chain if p.kind == "torn"],
+            "tampering": [] if re_anchor else tampering,
+            "re_anchored": bool(tampering and re_anchor),
             "changes": [p.as_dict() for p in changes],
             "recorded": len(recorded),
             "notes": len(files),
         }
+
+
+def ledger_tampering(vault, changes) -> list[str]:
+    """Signs that the ledger lost records: the file was deleted, emptied or its tail cut.
+
+    Hand edits are legitimate, but a ledger that lost its own records looks
+    exactly like a vault full of hand edits, so before anything is recorded
+    three things are checked: the ledger is shorter than vaultmem last saw it
+    while notes no longer match their records (a checkout of an older commit
+    shortens it too, but then every note matches); the review log holds grades
+    while the ledger is missing or empty; the review log's last grade is later
+    than the ledger's last record (every grade writes both).
+    """
+    from vaultmem.timefmt import parse_datetime
+
+    signs = []
+    ledger = vault.ledger
+    unexplained = [c for c in changes if c.kind in ("unrecorded edit", "missing note")]
+    lost = ledger.lost()
+    if lost and unexplained:
+        signs.append(f"ledger.jsonl lost records: it held {lost[0]} (tip {lost[1][:12]}) when last read and is "
+                     f"shorter now, and {len(unexplained)} notes no longer match their records")
+    elif lost:
+        ledger.forget_lost()  # an older checkout: shorter, but consistent with the notes
+    grades = _last_lines(vault.reviews_log)
+    empty = not ledger.path.exists() or ledger.path.stat().st_size == 0
+    if empty and grades:
+        signs.append(f"ledger.jsonl is {'missing' if not ledger.path.exists() else 'empty'} but reviews.jsonl "
+                     "holds grades: the ledger was deleted or emptied")
+    elif grades and not empty:
+        last_record = (_last_lines(ledger.path) or [{}])[-1].get("time")
+        try:
+            last_grade = parse_datetime(grades[-1].get("review_datetime", ""))
+            cut = last_record is None or last_grade > parse_datetime(last_record)
+        except (ValueError, TypeError):
+            cut = False
+        if cut:
+            signs.append(f"reviews.jsonl has a grade at {grades[-1].get('review_datetime')}, after the ledger's "
+                         f"last record ({last_record}): the ledger's tail was cut")
+    return signs
+
+
+def _last_lines(path, count: int = 1) -> list[dict]:
+    """The last JSON records of a log (reading only its end)."""
+    import json
+
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - 65536))
+            tail = handle.read().splitlines()
+    except FileNotFoundError:
+        return []
+    records = []
+    for raw in tail[-count - 1:]:
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records[-count:]
 
 
 def record_external_edits(vault, paths: Iterable[str]) -> int:

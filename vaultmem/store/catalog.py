@@ -360,7 +360,10 @@ class Catalog:
     def wrote(self, rel: str, text: str, moved_from: str | None = None) -> None:
         """Record a file vaultmem just wrote (the text is known: no re-read, no folder scan)."""
         data = text.encode("utf-8")
-        info = os.stat(self.root / rel)
+        try:
+            info = os.stat(self.root / rel)
+        except FileNotFoundError:  # moved on already (a person's rename): the next refresh finds it
+            return
         row = self._row(rel, data, content_digest(data), info.st_mtime_ns, info.st_size)
         with self.transaction():
             gen = self._next_generation()

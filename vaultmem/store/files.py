@@ -8,9 +8,14 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from vaultmem.errors import NoteError
+from vaultmem.errors import ConflictError, NoteError, VaultmemError
+from vaultmem.store.rename import exchange, move_no_replace
+
+# How often a rewrite re-applies its change on a save that landed meanwhile before giving up.
+REWRITE_ATTEMPTS = 8
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -32,14 +37,206 @@ def atomic_write(path: Path, text: str) -> None:
     fsync_dir(path.parent)
 
 
-def rewrite_and_move(source: Path, text: str, target: Path) -> None:
-    """Rewrite a note in place, then rename it: a move, never a copy plus a delete,
-    so a crash cannot leave the note in two places."""
-    atomic_write(source, text)
+def create_new(path: Path, text: str) -> None:
+    """Write a new file atomically, refusing (FileExistsError) if one appeared at `path`
+    meanwhile: a note a person just made under the same name is never replaced."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_copy(path, text, 0o644)
+    try:
+        move_no_replace(tmp, path)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def move(source: Path, target: Path) -> None:
+    """Rename a note to another folder without ever replacing a file there
+    (FileExistsError): a move, never a copy plus a delete, so a crash cannot
+    leave the note in two places."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    os.rename(source, target)
+    move_no_replace(source, target)
     fsync_dir(source.parent)
     fsync_dir(target.parent)
+
+
+def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes], str]) -> tuple[str, str]:
+    """Replace the note at `path` by `compute(its text)`, never losing a save made meanwhile.
+
+    A save made since we read the file (an editor's rename, or a write in
+    place) changes its identity: inode, size or mtime. We check it just before
+    writing, and the write itself is an atomic exchange, so what comes out is
+    exactly what was there: if that is not the file we read (a save in the
+    microseconds between), it goes straight back in with a second exchange.
+    Either way the change is then computed again on top of the save, or, if
+    the save cannot take it (`decode`/`compute` raise) or the file keeps
+    changing, the save stays and the error is raised. Without exchange (see
+    rename.py) the check is followed by a plain replace.
+
+    Returns (the text the change was applied to, the text written).
+    FileNotFoundError: the file was moved or deleted meanwhile (nothing written).
+    """
+    expected, seen = _read_with_identity(path)
+    mode = stat.S_IMODE(seen.st_mode)
+    base = decode(expected)  # the text our change applies to
+    new = compute(base)
+    failure: VaultmemError | None = None
+    for attempt in range(REWRITE_ATTEMPTS + 1):
+        data = new.encode("utf-8")
+        if data == expected:
+            break
+        if attempt == REWRITE_ATTEMPTS:
+            failure = ConflictError(f"{path.name} kept changing while vaultmem tried to write it; "
+                                    "nothing was written, try again")
+            break
+        tmp = _temp_copy(path, data, mode)
+        try:
+            if _same_file(os.stat(path), seen) and _swap_in(tmp, path, seen):
+                break
+        finally:
+            _unlink(tmp)
+        # Someone saved since our read; their save is in place. Apply the change to
+        # it, or leave it as it is if it cannot take the change.
+        expected, seen = _read_with_identity(path)
+        try:
+            base = decode(expected)
+            new = compute(base)
+        except VaultmemError as exc:
+            failure = exc
+            break
+    fsync_dir(path.parent)
+    if failure is not None:
+        raise failure
+    return base, new
+
+
+Job = tuple[Path, Callable[[str], str], Callable[[bytes], str]]  # (path, compute, decode) as for `rewrite`
+
+
+def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
+    """`rewrite` for many notes at once (decay): the same checks and exchanges, but the
+    new texts are made durable by one filesystem sync for the whole batch instead of
+    an fsync per file and per folder. Returns, per job, (base, new) or the error."""
+    results: list[tuple[str, str] | Exception] = []
+    staged: list[tuple[int, Path, Path, os.stat_result]] = []
+    for number, (path, compute, decode) in enumerate(jobs):
+        try:
+            expected, seen = _read_with_identity(path)
+            base = decode(expected)
+            new = compute(base)
+            results.append((base, new))
+            if new.encode("utf-8") != expected:
+                staged.append((number, path, _temp_copy(path, new, stat.S_IMODE(seen.st_mode), durable=False), seen))
+        except (VaultmemError, OSError) as exc:
+            results.append(exc)
+    if not staged:
+        return results
+    sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
+    for number, path, tmp, seen in staged:
+        try:
+            if _same_file(os.stat(path), seen) and _swap_in(tmp, path, seen):
+                continue
+        except OSError as exc:
+            results[number] = exc
+            continue
+        finally:
+            _unlink(tmp)
+        try:  # changed since we read it: the careful way, one note at a time
+            results[number] = rewrite(path, jobs[number][1], jobs[number][2])
+        except (VaultmemError, OSError) as exc:
+            results[number] = exc
+    sync_filesystem(staged[0][1].parent)  # and the renames
+    return results
+
+
+def sync_filesystem(folder: Path) -> None:
+    """Flush everything written to the filesystem holding `folder` (syncfs on Linux)."""
+    native = _libc_syncfs()
+    if native is not None:
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            if native(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    os.sync()
+
+
+def _libc_syncfs():
+    global _SYNCFS
+    if _SYNCFS is None:
+        try:
+            import ctypes
+
+            _SYNCFS = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", False)
+        except OSError:
+            _SYNCFS = False
+    return _SYNCFS or None
+
+
+_SYNCFS = None
+
+
+def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> bool:
+    """Put `tmp` at `path` if what is there is still the file `seen`; True if it went in.
+
+    With exchange: swap, check what came out, and swap a save that came out
+    straight back (the same file, no copy). If yet another save replaced ours
+    in that instant, the newer one goes back instead. Until then the save is
+    on disk in `tmp`: a crash leaves it there as a hidden file, never lost.
+    Without exchange: a plain replace (the check just before is all there is)."""
+    ours = os.stat(tmp)
+    if not exchange(tmp, path):
+        os.replace(tmp, path)
+        return True
+    out = os.stat(tmp)
+    if _same_file(out, seen):
+        return True
+    placed = ours
+    while True:
+        exchange(tmp, path)
+        came_out = os.stat(tmp)
+        if _same_file(came_out, placed):
+            return False
+        placed = out
+        out = came_out
+
+
+def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
+    """A file's bytes and the stat of exactly the file they were read from."""
+    with open(path, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        return handle.read(), info
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    """The same file, unchanged: same inode, size and modification time (an editor's
+    save by rename makes a new inode; a write in place moves mtime)."""
+    return (a.st_ino, a.st_dev, a.st_size, a.st_mtime_ns) == (b.st_ino, b.st_dev, b.st_size, b.st_mtime_ns)
+
+
+def _temp_copy(path: Path, data: str | bytes, mode: int, durable: bool = True) -> Path:
+    """`data` in a temp file beside `path` (same folder, so renames stay atomic), synced
+    unless the caller syncs a whole batch itself."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".vaultmem-tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+    except BaseException:
+        _unlink(Path(tmp))
+        raise
+    return Path(tmp)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def fsync_dir(folder: Path) -> None:

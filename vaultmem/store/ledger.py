@@ -27,7 +27,7 @@ GENESIS = "0" * 64
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
 OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "resolve", "archive", "restore", "promote",
-       "decay", "import", "external-edit", "external-delete")
+       "decay", "import", "external-edit", "external-delete", "re-anchor")
 
 
 def content_hash(text: str) -> str:
@@ -55,7 +55,7 @@ class LedgerState:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # "break", "unrecorded edit", "untracked note", "missing note"
+    kind: str  # "break", "torn", "unrecorded edit", "untracked note", "missing note"
     where: str  # "ledger.jsonl line 12" or the note's path
     detail: str
     note_id: str = ""  # the note concerned (none for a break)
@@ -86,7 +86,8 @@ class Ledger:
     def db(self):
         db = self._db_source() if callable(self._db_source) else self._db_source
         if not self._ready:
-            db.executescript(_SCHEMA)
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                db.execute(statement)  # not executescript: it would commit a transaction under way
             self._ready = True
         return db
 
@@ -94,20 +95,35 @@ class Ledger:
 
     def append(self, op: str, note_id: str, path: str, text: str | None, time: str, detail: dict | None = None) -> dict:
         """Add one record at the tip of the chain (caller holds the write lock)."""
+        return self.append_many([(op, note_id, path, text, time, detail)])[0]
+
+    def append_many(self, entries: list[tuple]) -> list[dict]:
+        """Add records (op, note id, path, text, time, detail) at the tip, in one write
+        and one fsync (caller holds the write lock)."""
         offset, seq, tip = self._catch_up()
-        record = {"seq": seq + 1, "time": time, "op": op, "id": note_id, "path": path,
-                  "content": None if text is None else content_hash(text), "prev": tip}
-        if detail:
-            record["detail"] = detail
-        record["hash"] = record_hash(record)
-        line = (json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        records, lines = [], []
+        for op, note_id, path, text, time, detail in entries:
+            seq += 1
+            record = {"seq": seq, "time": time, "op": op, "id": note_id, "path": path,
+                      "content": None if text is None else content_hash(text), "prev": tip}
+            if detail:
+                record["detail"] = detail
+            record["hash"] = tip = record_hash(record)
+            records.append(record)
+            lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        data = "".join(lines).encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "ab") as handle:
-            handle.write(line)
+            if handle.seek(0, os.SEEK_END) > offset:
+                # The last append was cut short (a crash mid-line): end that fragment
+                # here, so it stays a line of its own that `verify` reports as torn.
+                data = b"\n" + data
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        self._take([record], offset, offset + len(line))
-        return record
+            end = handle.tell()
+        self._take(records, offset, end)
+        return records
 
     # ------------------------------------------------------------ reading
 
@@ -119,7 +135,9 @@ class Ledger:
         except FileNotFoundError:
             size = 0
         if size < offset or (size == 0 and offset):
-            self._reset()  # the file was replaced or cut: read it again
+            # The file was cut, emptied or replaced (a checkout of an older commit does
+            # this too): read it again, remembering what it held for `verify` to judge.
+            self._reset(lost=(seq, tip))
             offset, seq, tip = 0, 0, GENESIS
         if size > offset:
             with open(self.path, "rb") as handle:
@@ -165,9 +183,22 @@ class Ledger:
             if began:
                 db.execute("COMMIT")
 
-    def _reset(self) -> None:
+    def _reset(self, lost: tuple[int, str] | None = None) -> None:
+        lost = lost if lost and lost[0] else self.lost()
         self.db.execute("DELETE FROM ledger_tip")
         self.db.execute("DELETE FROM ledger_last")
+        if lost:
+            self.db.executemany("INSERT INTO ledger_tip VALUES (?, ?)", [("lost_seq", str(lost[0])),
+                                                                         ("lost_tip", lost[1])])
+
+    def lost(self) -> tuple[int, str] | None:
+        """(records, tip) the file held when it was last seen longer than it is now, if it was."""
+        values = dict(self.db.execute("SELECT key, value FROM ledger_tip WHERE key LIKE 'lost_%'"))
+        return (int(values["lost_seq"]), values["lost_tip"]) if "lost_seq" in values else None
+
+    def forget_lost(self) -> None:
+        """The shorter file was judged consistent (an older checkout) or re-anchored."""
+        self.db.execute("DELETE FROM ledger_tip WHERE key LIKE 'lost_%'")
 
     def state(self) -> LedgerState:
         """The chain's tip and every note's last record."""
@@ -210,11 +241,21 @@ def check_chain(lines) -> list[Problem]:
     """Breaks in the chain: unreadable lines, a wrong `prev`, a hash that does not match."""
     problems = []
     tip, seq = GENESIS, 0
+    damaged: str | None = None  # an unreadable line, judged by the record after it
     for number, record, _raw in lines:
         where = f"ledger.jsonl line {number}"
         if record is None:
-            problems.append(Problem("break", where, "not a JSON record; the line was damaged or edited"))
+            if damaged:
+                problems.append(Problem("break", damaged, "not a JSON record; the line was damaged or edited"))
+            damaged = where
             continue
+        if damaged:
+            # The chain going on from the record before it: an append cut short (a crash),
+            # nothing lost. Otherwise a record was damaged or replaced.
+            torn = record.get("prev") == tip
+            problems.append(Problem("torn" if torn else "break", damaged,
+                                    TORN if torn else "not a JSON record; the line was damaged or edited"))
+            damaged = None
         if record.get("prev") != tip:
             problems.append(Problem("break", where, "does not follow the line before it (a line was removed, "
                                                     "inserted or reordered)"))
@@ -224,7 +265,12 @@ def check_chain(lines) -> list[Problem]:
             problems.append(Problem("break", where, f"sequence {record.get('seq')} after {seq}"))
         tip, seq = (record.get("hash", tip),
                     record.get("seq", seq + 1) if isinstance(record.get("seq"), int) else seq + 1)
+    if damaged:
+        problems.append(Problem("torn", damaged, TORN))
     return problems
+
+
+TORN = "an incomplete record (an append cut short by a crash); the chain goes on from the record before it"
 
 
 def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]]) -> list[Problem]:

@@ -1,0 +1,208 @@
+"""Races a person's editor against vaultmem's writes, many times with random timing.
+
+Each race runs a real editor in another process (saving by temp file +
+rename, as Obsidian and most editors do, or renaming/moving the note) while
+vaultmem grades the same note, through the Python API or the CLI, with random
+pauses on both sides. Afterwards it counts what a user would notice:
+
+- saves: the editor's saves made while grades ran; each appends a marker line
+  to the body, on top of the file as it found it;
+- lost: markers missing from the final file (a save vaultmem overwrote);
+- dupes: extra files holding the note's id (a move turned into a copy);
+- failed: grades that failed for any reason but ConflictError (exit 3, "try again").
+
+A third race adds contradicting memories from parallel processes ("service
+alpha listens on port N"): every older one must end superseded exactly once,
+each supersede linked both ways, one active at the end.
+
+    python bench/reliability.py [--grades 400] [--cli-grades 150] [--adds 8x25]
+
+The test suite runs the same races with fewer rounds (tests/test_reliability.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MARKER = "edit-mark-"
+# The editor's longest pause between two saves / two moves (seconds, random below it): saves
+# far faster than a person types; a move every 25 ms on average, far faster than anyone moves.
+PAUSE = {"save": 0.004, "move": 0.05}
+
+
+# ---------------------------------------------------------------- the editor (another process)
+
+def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
+    """Save or move the note until `stop` exists; print how many times."""
+    rng = random.Random(seed)
+    folders = [path.parent, path.parent.parent / (path.parent.name + "-moved")]
+    count = 0
+    current = path
+    while not stop.exists():
+        time.sleep(rng.uniform(0, pause))
+        try:
+            if mode == "save":
+                text = current.read_text(encoding="utf-8")
+                temp = current.with_name(f".{current.name}.editor-{count}")
+                temp.write_text(f"{text.rstrip()}\n{MARKER}{count}\n", encoding="utf-8")
+                os.replace(temp, current)
+            else:
+                target = folders[(count + 1) % 2] / current.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(current, target)
+                current = target
+            count += 1
+        except FileNotFoundError:
+            continue
+    print(count)
+
+
+def _start_editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, __file__, "--editor", str(path), str(stop), mode, str(seed), str(pause)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+# ---------------------------------------------------------------- races
+
+def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pause: float = 0.004) -> dict:
+    """One note, `grades` grades through `via` while the editor saves or moves it."""
+    from vaultmem.errors import ConflictError, VaultmemError
+    from vaultmem.vault import Vault, init_vault
+
+    if not (root / ".vaultmem").exists():
+        init_vault(root)
+    vault = Vault(root)
+    note = vault.add(f"Race {mode} {seed}: the staging database listens on port 5433", "race",
+                     merge=False, supersede=False).note
+    stop = root.parent / f"stop-{mode}-{seed}"
+    stop.unlink(missing_ok=True)
+    rng = random.Random(seed)
+    process = _start_editor(root / note.path, stop, mode, seed, pause)
+    ok = conflicts = 0
+    failures: list[str] = []
+    env = dict(os.environ, VAULTMEM_NO_SERVER="1")
+    try:
+        for _ in range(grades):
+            time.sleep(rng.uniform(0, pause))
+            if via == "api":
+                try:
+                    Vault(root).grade(note.id, "good")
+                    ok += 1
+                except ConflictError:
+                    conflicts += 1
+                except VaultmemError as exc:
+                    failures.append(str(exc))
+            else:
+                done = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), "grade", note.id,
+                                       "good", "-q"], env=env, capture_output=True, text=True)
+                if done.returncode == 0:
+                    ok += 1
+                elif done.returncode == 3:
+                    conflicts += 1
+                else:
+                    failures.append(done.stderr.strip())
+    finally:
+        stop.touch()
+        saves = int((process.communicate(timeout=60)[0] or "0").strip() or 0)
+    holders = [p for p in root.rglob("*.md") if f"id: {note.id}" in p.read_text(encoding="utf-8")]
+    text = holders[0].read_text(encoding="utf-8") if holders else ""
+    kept = set(re.findall(rf"{MARKER}(\d+)", text))
+    lost = saves - len(kept) if mode == "save" else 0
+    reps = _reps(text)
+    return {"race": f"{'saves' if mode == 'save' else 'moves'} during grades ({via})", "events": saves,
+            "grades ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
+            "dupes": max(0, len(holders) - 1), "reps": reps, "first failure": failures[0] if failures else ""}
+
+
+# A save made from an older read replaces the grades made since (the person's file wins), so
+# `reps` counts every grade only in the moves race: there it must equal "grades ok".
+
+
+def _reps(text: str) -> int:
+    found = re.search(r"^reps: (\d+)", text, re.M)
+    return int(found.group(1)) if found else -1
+
+
+def contradicting_adds(root: Path, processes: int, per_process: int, model: str = "default") -> dict:
+    """`processes` processes each add `per_process` "service alpha listens on port N" at once
+    (with the real model by default: whether two texts contradict is the model's call)."""
+    from vaultmem.vault import Vault, init_vault
+
+    init_vault(root)
+    env = dict(os.environ, VAULTMEM_MODEL=model)
+    script = ("import sys; from vaultmem.vault import Vault; v = Vault(sys.argv[1]); base = int(sys.argv[2])\n"
+              "for i in range(int(sys.argv[3])):\n"
+              "    v.add(f'service alpha listens on port {base + i}', 'svc')\n")
+    started = time.perf_counter()
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(root), str(9000 + 100 * p), str(per_process)],
+                                env=env) for p in range(processes)]
+    codes = [w.wait() for w in workers]
+    seconds = time.perf_counter() - started
+    notes = Vault(root).notes(include_hidden=True)
+    by_link = {n.link: n for n in notes}
+    active = [n for n in notes if n.status == "active"]
+    superseded = [n for n in notes if n.status == "superseded"]
+    unlinked = [n for n in superseded if not n.superseded_by or n.superseded_by not in by_link
+                or by_link[n.superseded_by].supersedes != n.link]
+    supersedes = [n.supersedes for n in notes if n.supersedes]
+    twice = len(supersedes) - len(set(supersedes))
+    return {"race": f"contradicting adds ({processes} processes x {per_process})", "events": len(notes),
+            "grades ok": "", "conflicts": "", "failed": sum(1 for c in codes if c), "lost": processes * per_process
+            - len(notes), "dupes": twice, "reps": "", "active": len(active), "unlinked": len(unlinked),
+            "seconds": round(seconds, 1)}
+
+
+# ---------------------------------------------------------------- table
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grades", type=int, default=400, help="API grades per race (2 races: saves, moves)")
+    parser.add_argument("--cli-grades", type=int, default=150, help="CLI grades per race")
+    parser.add_argument("--rounds", type=int, default=3, help="repeat each API race with another seed")
+    parser.add_argument("--adds", default="8x25", help="PROCESSESxADDS for the contradicting adds")
+    args = parser.parse_args()
+    os.environ.setdefault("VAULTMEM_MODEL", "stand-in")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="vaultmem-reliability-") as work:
+        work = Path(work)
+        for seed in range(args.rounds):
+            for mode in ("save", "move"):
+                rows.append(race(work / f"api-{mode}-{seed}", mode, args.grades, "api", seed, PAUSE[mode]))
+        if args.cli_grades:
+            for mode in ("save", "move"):
+                rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))
+        processes, per = (int(x) for x in args.adds.split("x"))
+        rows.append(contradicting_adds(work / "adds-parallel", processes, per))
+        rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
+    columns = ["race", "events", "grades ok", "reps", "conflicts", "failed", "lost", "dupes", "active", "unlinked"]
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
+    total = sum(r["events"] for r in rows if "during" in r["race"])
+    print(f"\n{total} editor saves/moves raced against grades; lost {sum(r['lost'] for r in rows if 'during' in r['race'])}"
+          f", duplicated {sum(r['dupes'] for r in rows if 'during' in r['race'])}")
+    for row in rows:
+        if row.get("first failure"):
+            print(f"first failure in {row['race']}: {row['first failure']}")
+    print(json.dumps({"rows": rows}), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--editor":
+        editor(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+    else:
+        main()

@@ -1,0 +1,269 @@
+"""Reliability: a person's saves and moves during vaultmem's writes, copies, symlinks,
+contradicting adds in parallel. The long runs are bench/reliability.py; these are the
+same races with fewer rounds, so a regression fails the suite."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from vaultmem.errors import BadInput, ConflictError, NoteError
+from vaultmem.store import files
+from vaultmem.core.model import Note
+from vaultmem.vault import Vault
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+sys.path.insert(0, str(BENCH))
+reliability = importlib.import_module("reliability")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_editor_saves_racing_grades_are_never_lost(tmp_path, seed):
+    row = reliability.race(tmp_path / "vault", "save", grades=120, via="api", seed=seed)
+    assert row["events"] >= 200, row  # the editor really saved throughout
+    assert row["lost"] == 0 and row["dupes"] == 0 and row["failed"] == 0, row
+
+
+@pytest.mark.slow
+def test_moves_racing_grades_never_duplicate_and_lose_no_grade(tmp_path):
+    row = reliability.race(tmp_path / "vault", "move", grades=80, via="api", seed=3, pause=0.05)
+    assert row["events"] >= 20, row
+    assert row["dupes"] == 0 and row["failed"] == 0, row
+    assert row["reps"] == row["grades ok"] > 0, row  # every grade that said ok is in the file
+
+
+def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path, monkeypatch):
+    """The person saves between vaultmem's check and its exchange: their save is swapped
+    out, put straight back, and the change re-applied on top of it."""
+    path = tmp_path / "note.md"
+    path.write_text("---\nreps: 0\n---\nbody\n")
+    real_exchange = files.exchange
+    calls = []
+
+    def person_saves_first(tmp, target):
+        if not calls:
+            os.replace(_save(target, "---\nreps: 0\n---\nbody\nperson's line\n"), target)
+        calls.append(target)
+        return real_exchange(tmp, target)
+
+    monkeypatch.setattr(files, "exchange", person_saves_first)
+    base, new = files.rewrite(path, lambda text: text.replace("reps: 0", "reps: 1"), bytes.decode)
+    assert path.read_text() == "---\nreps: 1\n---\nbody\nperson's line\n" == new
+    assert "person's line" in base
+    assert not list(tmp_path.glob(".*"))  # no temp file left
+
+
+def test_a_save_that_cannot_take_the_change_stays_and_the_error_names_it(tmp_path, vault_dir):
+    vault = Vault(vault_dir)
+    note = vault.add("Original text", "x").note
+    path = vault_dir / note.path
+    real_read = files._read_with_identity
+    calls = []
+
+    def person_breaks_the_yaml(p):
+        result = real_read(p)
+        if not calls:
+            calls.append(p)
+            os.replace(_save(p, "---\nid: [unclosed\n---\nhalf-typed\n"), p)
+        return result
+
+    files._read_with_identity = person_breaks_the_yaml
+    try:
+        with pytest.raises(NoteError) as raised:
+            vault.grade(note.id, "good")
+    finally:
+        files._read_with_identity = real_read
+    assert note.path in str(raised.value)
+    assert path.read_text() == "---\nid: [unclosed\n---\nhalf-typed\n"  # the person's text, untouched
+
+
+def test_without_exchange_the_check_still_catches_a_save(tmp_path, monkeypatch):
+    """Where renameat2/renamex_np are missing, compare-then-replace still re-applies."""
+    monkeypatch.setattr(files, "exchange", lambda a, b: False)
+    path = tmp_path / "note.md"
+    path.write_text("---\nreps: 0\n---\nbody\n")
+    seen = []
+
+    def compute(text):
+        if not seen:
+            os.replace(_save(path, text + "added by a person\n"), path)
+        seen.append(text)
+        return text.replace("reps: 0", "reps: 1")
+
+    files.rewrite(path, compute, bytes.decode)
+    assert path.read_text() == "---\nreps: 1\n---\nbody\nadded by a person\n"
+
+
+def test_a_copied_note_does_not_stop_decay_of_the_rest(vault_dir, run):
+    vault = Vault(vault_dir)
+    first = vault.add("The build server is ci-01", "x").note
+    other = vault.add("Deploys happen on Tuesdays", "x").note
+    copy = vault_dir / "memories" / "x" / "copy-of-first.md"
+    copy.write_text((vault_dir / first.path).read_text())
+    before = (vault_dir / other.path).read_text()
+    result = run("decay", now="2026-09-01T09:00:00")
+    assert result.exit_code == 0
+    assert not (vault_dir / other.path).exists() or (vault_dir / other.path).read_text() != before
+    health = run.json("health", now="2026-09-01T09:00:00")
+    assert any(first.id in p["problem"] for p in health["problems"])
+
+
+def test_a_namespace_folder_linking_outside_the_vault_is_refused(vault_dir, tmp_path, run):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (vault_dir / "memories").mkdir(exist_ok=True)
+    (vault_dir / "memories" / "linked").symlink_to(outside, target_is_directory=True)
+    result = run("add", "This would land outside", "-n", "linked", expect=2)
+    assert "outside the vault" in result.output and "memories/linked" in result.output
+    assert list(outside.iterdir()) == []
+    with pytest.raises(BadInput):
+        Vault(vault_dir).add("Nor through the API", "linked/deeper")
+
+
+def test_a_note_created_under_the_same_name_meanwhile_is_not_replaced(vault_dir, monkeypatch):
+    """The name is free when chosen, then someone creates it: the new note takes another."""
+    vault = Vault(vault_dir)
+    vault.add("warm up the catalog", "x")
+    target = vault_dir / "memories" / "x" / "deploy-checklist.md"
+    real_create = files.create_new
+    import vaultmem.vault as vault_module
+
+    def someone_creates_it_first(path, text):
+        if path == target and not target.exists():
+            target.write_text("a person's own note\n")
+        return real_create(path, text)
+
+    monkeypatch.setattr(vault_module, "create_new", someone_creates_it_first)
+    added = vault.add("Deploy checklist", "x").note
+    assert target.read_text() == "a person's own note\n"
+    assert added.path == "memories/x/deploy-checklist-2.md"
+
+
+def test_archiving_never_replaces_a_file_already_in_archive(vault_dir):
+    vault = Vault(vault_dir)
+    note = vault.add("Old fact", "x").note
+    squatter = vault_dir / "archive" / note.path
+    squatter.parent.mkdir(parents=True)
+    squatter.write_text("someone else's file\n")
+    with pytest.raises(ConflictError):
+        vault.archive(note.id)
+    assert squatter.read_text() == "someone else's file\n"
+    assert (vault_dir / note.path).exists()
+
+
+@pytest.mark.slow
+@pytest.mark.real_model
+def test_contradicting_adds_in_parallel_end_like_one_after_another(tmp_path):
+    parallel = reliability.contradicting_adds(tmp_path / "parallel", processes=4, per_process=6)
+    assert parallel["failed"] == 0 and parallel["lost"] == 0, parallel
+    assert parallel["dupes"] == 0 and parallel["unlinked"] == 0, parallel  # none superseded twice, all linked
+    serial = reliability.contradicting_adds(tmp_path / "serial", processes=1, per_process=24)
+    assert parallel["active"] == serial["active"] == 1, (parallel, serial)
+
+
+def _save(path: Path, text: str) -> Path:
+    """A temp file beside `path` with `text`, as an editor writes before its rename."""
+    temp = path.with_name(f".{path.name}.editor")
+    temp.write_text(text)
+    return temp
+
+
+# ---------------------------------------------------------------- the ledger's own damage
+
+def _ledger(vault_dir: Path) -> Path:
+    return vault_dir / ".vaultmem" / "ledger.jsonl"
+
+
+def test_a_torn_ledger_append_is_isolated_not_glued(vault_dir, run):
+    vault = Vault(vault_dir)
+    note = vault.add("Before the crash", "x").note
+    ledger = _ledger(vault_dir)
+    lines = ledger.read_text().splitlines()
+    with open(ledger, "a") as handle:  # a crash mid-append leaves half a line
+        handle.write(lines[-1][: len(lines[-1]) // 2])
+    vault = Vault(vault_dir)
+    vault.grade(note.id, "good")
+    after = ledger.read_text().splitlines()
+    assert after[-2] == lines[-1][: len(lines[-1]) // 2]  # the fragment on its own line
+    result = run.json("verify")
+    assert result["breaks"] == [] and len(result["torn"]) == 1
+    assert result["torn"][0]["where"] == f"ledger.jsonl line {len(lines) + 1}"
+    run("verify")  # exit 0: nothing is broken
+    run("verify", "--strict", expect=4)  # but CI is told
+    Vault(vault_dir).grade(note.id, "good")  # and the chain goes on
+    assert json.loads(run("verify", "--strict", "--json", expect=4).stdout)["breaks"] == []
+
+
+def _graded_vault(vault_dir: Path) -> tuple[Vault, Note]:
+    vault = Vault(vault_dir)
+    note = vault.add("The cache server is redis-02", "x").note
+    vault.add("Backups run nightly at 02:00", "x")
+    os.environ["VAULTMEM_NOW"] = "2026-01-06T10:00:00"  # a day later (isolated_env restores it)
+    vault.grade(note.id, "good")
+    return vault, note
+
+
+@pytest.mark.parametrize("damage", ["delete", "empty"])
+def test_a_deleted_or_emptied_ledger_is_tampering_and_verify_does_not_rebase(vault_dir, run, damage):
+    _graded_vault(vault_dir)
+    ledger = _ledger(vault_dir)
+    if damage == "delete":
+        ledger.unlink()
+    else:
+        ledger.write_text("")
+    health = run.json("health")
+    assert health["ledger"]["tampering"] and "ledger.jsonl" in health["first"]
+    result = run("verify", expect=4)
+    assert "tampering" in result.output and "nothing was recorded" in result.output
+    assert not ledger.exists() or ledger.read_text() == ""  # nothing silently re-based
+    run("verify", "--re-anchor")
+    records = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert records[0]["op"] == "re-anchor" and "reason" in records[0]["detail"]
+    assert not run.json("health")["ledger"]["tampering"]
+
+
+def test_a_cut_ledger_tail_is_tampering_not_unrecorded_edits(vault_dir, run):
+    vault, note = _graded_vault(vault_dir)
+    run.json("verify")  # vaultmem has seen the whole ledger
+    vault.grade(note.id, "hard")
+    ledger = _ledger(vault_dir)
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join(lines[:-2]))  # the last two records cut off
+    result = run("verify", expect=4)
+    assert "tampering" in result.output and "recorded" not in result.output.split("tampering")[0]
+    assert ledger.read_text() == "".join(lines[:-2])
+
+
+def test_a_cut_tail_is_caught_even_without_the_cache(vault_dir, run):
+    """The derived state may be deleted too; the review log still says grades happened."""
+    import shutil
+
+    vault, note = _graded_vault(vault_dir)
+    ledger = _ledger(vault_dir)
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text("".join(lines[:-1]))  # the grade's record gone
+    shutil.rmtree(vault_dir / ".vaultmem" / "cache")
+    assert run.json("health")["ledger"]["tampering"]
+
+
+def test_an_older_checkout_of_the_ledger_is_not_tampering(vault_dir, run):
+    """Shorter ledger, but every note matches its last record: a checkout, not a cut."""
+    vault, note = _graded_vault(vault_dir)
+    ledger = _ledger(vault_dir)
+    path = vault_dir / note.path
+    old_ledger, old_note = ledger.read_text(), path.read_text()
+    reviews = vault_dir / ".vaultmem" / "reviews.jsonl"
+    old_reviews = reviews.read_text()
+    run.json("verify")
+    vault.grade(note.id, "good")
+    ledger.write_text(old_ledger)  # `git checkout HEAD~1 -- .` in effect
+    path.write_text(old_note)
+    reviews.write_text(old_reviews)
+    result = run.json("verify")
+    assert result["tampering"] == [] and result["breaks"] == []
