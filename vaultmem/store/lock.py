@@ -123,5 +123,5 @@ def _command_line(pid: int, limit: int = 80) -> str:
             words = file.read().split(b"\0")
     except OSError:
         return ""
-    text = " ".join(w.decode("utf-8", "replace") for w in words if w)
+    text = " ".join(" ".join(w.decode("utf-8", "replace").split()) for w in words if w)  # one line, always
     return text if len(text) <= limit else text[: limit - 3] + "..."
