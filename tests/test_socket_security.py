@@ -319,3 +319,29 @@ def test_300_idle_connections_neither_pile_up_threads_nor_block_recall(run, vaul
     finally:
         for client in idle:
             client.close()
+
+
+def test_many_clients_at_once_each_get_their_own_answer(service):
+    """Clients in parallel, with random pauses and idle connections among them: no answer is lost or crossed."""
+    import random
+
+    root, path, _logged = service
+    wrong: list = []
+
+    def client(number: int) -> None:
+        for turn in range(5):
+            time.sleep(random.uniform(0, 0.05))
+            if random.random() < 0.15:
+                idle = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                idle.connect(path)  # left silent: the watcher closes it later
+            text = f"client {number} turn {turn} " + "x" * random.randint(0, 200_000)
+            answer = ask(root, {"op": "echo", "text": text}, timeout=20)
+            if answer is None or answer.get("echo") != text:
+                wrong.append((number, turn, None if answer is None else str(answer)[:80]))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert wrong == []

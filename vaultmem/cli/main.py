@@ -461,7 +461,6 @@ def health(out, vault_path):
     from vaultmem.clock import now as clock_now
     from vaultmem.core.health import health_report
     from vaultmem.search.engine import RecallEngine
-
     from vaultmem.service.client import watcher_status
 
     vault = _vault(vault_path)

@@ -173,6 +173,9 @@ class _ConnectionLoop:
         except OSError:
             self._drop(connection)
             return
+        if not chunk and not buffer:
+            self._drop(connection)  # connected and left without a word
+            return
         buffer += chunk
         end = buffer.find(b"\n")
         if end > MAX_REQUEST or (end < 0 and len(buffer) > MAX_REQUEST):
