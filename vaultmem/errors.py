@@ -8,7 +8,10 @@ and the fix.
     │   └── SecretFound (exit 2)    the text holds a secret or personal data; nothing was written
     ├── NoteError (exit 2)          a note file that cannot be read (broken YAML, binary, too big)
     ├── ConflictError (exit 3)      a file kept changing under a write; nothing was written
-    └── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
+    ├── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
+    ├── UnsafeSocket (exit 2)       the watcher's socket folder is not this user's alone; `watch` refuses it
+    └── LockTimeout (exit 75)       another process held the vault's write lock past the wait
+                                    (VAULTMEM_LOCK_WAIT, default 60 s); safe to run again
 
 Exit codes without an error class (the CLI sets them; the README lists them all):
 
@@ -29,6 +32,7 @@ EXIT_BAD_INPUT = 2
 EXIT_CONFLICT = 3
 EXIT_LEDGER_BROKEN = 4
 EXIT_INTERNAL = 70  # EX_SOFTWARE in sysexits.h
+EXIT_LOCKED = 75  # EX_TEMPFAIL in sysexits.h: a temporary failure, the same command may succeed later
 EXIT_INTERRUPTED = 130
 
 
@@ -72,3 +76,26 @@ class ConflictError(VaultmemError):
 
 class ModelUnavailable(VaultmemError):
     exit_code = EXIT_BAD_INPUT
+
+
+class UnsafeSocket(VaultmemError):
+    """The folder of the watcher's socket could be someone else's: the watcher will not serve from it,
+    and clients ignore it (they recall in-process instead)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class LockTimeout(VaultmemError):
+    """The vault's write lock stayed held longer than the wait. Raised before anything is
+    written under it, so the same command can simply be run again."""
+
+    exit_code = EXIT_LOCKED
+
+    def __init__(self, lock_path, waited: float, holder: str | None = None):
+        self.lock_path = str(lock_path)
+        self.waited = waited
+        self.holder = holder
+        who = holder or "another process (a vaultmem watcher, hook or command)"
+        super().__init__(f"the vault's write lock {self.lock_path} is held by {who}; gave up after "
+                         f"{waited:.0f} s. It is safe to run the command again once that process is done "
+                         "(stop it if it hangs; VAULTMEM_LOCK_WAIT sets the wait)")

@@ -135,12 +135,13 @@ class Vault:
         return None
 
     def write_lock(self):
-        """The vault-wide write lock (one per Vault object: it is re-entrant)."""
+        """The vault-wide write lock (one per Vault object: it is re-entrant). Waiting longer
+        than VAULTMEM_LOCK_WAIT seconds (default 60) raises LockTimeout (store/lock.py)."""
         if self._write_lock is None:
-            from filelock import FileLock
+            from vaultmem.store.lock import WriteLock
 
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            self._write_lock = FileLock(str(self.state_dir / "write.lock"), timeout=60)
+            self._write_lock = WriteLock(self.state_dir / "write.lock")
         return self._write_lock
 
     # ------------------------------------------------------------ reading

@@ -32,7 +32,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     common,
 )
 from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, in_namespace, namespace_filter, recall_scope
-from vaultmem.errors import EXIT_BAD_INPUT
+from vaultmem.errors import EXIT_BAD_INPUT, EXIT_LOCKED
 
 # ---------------------------------------------------------------- commands
 
@@ -204,10 +204,11 @@ def watch(idle_exit, out, vault_path):
     import threading
 
     from vaultmem.search.engine import RecallEngine
-    from vaultmem.service.server import serve
+    from vaultmem.service.server import prepare_socket, serve
     from vaultmem.service.watch import request_handler, run_watcher
 
     vault = _vault(vault_path)
+    prepare_socket(str(vault.root))  # an unsafe socket folder or a running watcher: refused before the model loads
     engine = RecallEngine(vault)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -460,13 +461,16 @@ def health(out, vault_path):
     from vaultmem.clock import now as clock_now
     from vaultmem.core.health import health_report
     from vaultmem.search.engine import RecallEngine
+    from vaultmem.service.client import watcher_status
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
     catalog = vault.catalog()
-    report = health_report(catalog.notes, catalog.problems, clock_now(), vault.config, vault.verify(record=False),
-                           status)
+    ledger_check = vault.verify(record=False)  # reads without the write lock if a stuck process holds it
+    report = health_report(catalog.notes, catalog.problems, clock_now(), vault.config, ledger_check, status)
     report["recall"] = status
+    report["write_lock"] = ledger_check.get("write_lock")
+    report["watcher"] = watcher = watcher_status(str(vault.root))
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),
              "tier: " + ", ".join(f"{k} {v}" for k, v in report["by_tier"].items()),
@@ -485,6 +489,18 @@ def health(out, vault_path):
         stale.append(f"{status['embeddings_stale']} notes not yet embedded")
     lines.append("indexes: " + ("; ".join(stale) + " (the next recall or `vaultmem reindex` updates them)"
                                 if stale else "current"))
+    if watcher["problem"]:
+        lines.append(f"watcher: ignored, recall runs in-process: {watcher['problem']}")
+    else:
+        lines.append(f"watcher: serving recall on {watcher['socket']}" if watcher["running"] else
+                     "watcher: none (`vaultmem watch` keeps the model loaded for fast recall)")
+    busy = report["write_lock"]
+    if busy:
+        lines.append(f"write lock: {busy['lock']} held by {busy['holder'] or 'another process'}; writes give "
+                     f"up after {vault.write_lock().wait:.0f} s with exit {EXIT_LOCKED}; the ledger figures "
+                     "were read without it")
+    else:
+        lines.append("write lock: free")
     if report["problems"]:
         lines.append(f"problems: {len(report['problems'])}")
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]

@@ -16,6 +16,9 @@ from vaultmem.core.note import parse
 from vaultmem.errors import NoteError
 from vaultmem.store.files import read_text
 
+# How long a report (verify without recording) waits for a busy write lock before it reads without it.
+REPORT_LOCK_WAIT = 2.0
+
 
 def verify(vault, record: bool = True, re_anchor: bool = False) -> dict:
     """Walk the ledger's chain and compare every note with its last record.
@@ -28,54 +31,65 @@ def verify(vault, record: bool = True, re_anchor: bool = False) -> dict:
     would hide the gap, unless `re_anchor`: then one `re-anchor` record says
     what was missing, and recording goes on from there.
     """
+    lock = vault.write_lock()
+    if record:
+        with lock:
+            return _compare(vault, record, re_anchor)
+    # Only a report: a write lock held by a stuck process must not stop it (`health`).
+    with lock.for_reading(min(lock.wait, REPORT_LOCK_WAIT)) as busy:
+        return dict(_compare(vault, record, re_anchor),
+                    write_lock=None if busy is None else {"holder": busy.holder, "lock": busy.lock_path})
+
+
+def _compare(vault, record: bool, re_anchor: bool = False) -> dict:
+    """verify's work, under the lock or (a report) without it."""
     from vaultmem.store.ledger import check_chain, check_notes, content_hash
 
-    with vault.write_lock():
-        catalog = vault.catalog(full=True)
-        files: dict[str, tuple[str, str]] = {}
-        texts: dict[str, tuple[Note, str]] = {}
-        for note in catalog.notes:
-            try:
-                text = read_text(vault.root / note.path, vault.config.max_note_bytes)
-            except NoteError:
-                continue
-            files[note.id] = (note.path, content_hash(text))
-            texts[note.id] = (note, text)
-        chain = check_chain(vault.ledger.records())
-        breaks = [p for p in chain if p.kind != "torn"]
-        changes = check_notes(vault.ledger.state().last, files)
-        tampering = ledger_tampering(vault, changes)
-        recorded = []
-        if tampering and re_anchor:
-            lost = vault.ledger.lost()
-            vault.ledger.append("re-anchor", "", "", None, clock.format_datetime(clock.now()),
-                                {"reason": tampering[0], **({"lost_records": lost[0], "lost_tip": lost[1]}
-                                                            if lost else {})})
-            vault.ledger.forget_lost()
-        if record and (not tampering or re_anchor):
-            for problem in changes:
-                note_id = problem.note_id
-                if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
-                    note, text = texts[note_id]
-                    vault.record(
-                        "external-edit",
-                        note,
-                        text,
-                        {"noticed_by": "verify", "first_seen": problem.kind == "untracked note"},
-                    )
-                    recorded.append(problem)
-                elif problem.kind == "missing note":
-                    _record_gone(vault, note_id, (vault.ledger.last(note_id) or {}).get("path", ""), "verify")
-                    recorded.append(problem)
-        return {
-            "breaks": [p.as_dict() for p in breaks],
-            "torn": [p.as_dict() for p in chain if p.kind == "torn"],
-            "tampering": [] if re_anchor else tampering,
-            "re_anchored": bool(tampering and re_anchor),
-            "changes": [p.as_dict() for p in changes],
-            "recorded": len(recorded),
-            "notes": len(files),
-        }
+    catalog = vault.catalog(full=True)
+    files: dict[str, tuple[str, str]] = {}
+    texts: dict[str, tuple[Note, str]] = {}
+    for note in catalog.notes:
+        try:
+            text = read_text(vault.root / note.path, vault.config.max_note_bytes)
+        except NoteError:
+            continue
+        files[note.id] = (note.path, content_hash(text))
+        texts[note.id] = (note, text)
+    chain = check_chain(vault.ledger.records())
+    breaks = [p for p in chain if p.kind != "torn"]
+    changes = check_notes(vault.ledger.state().last, files)
+    tampering = ledger_tampering(vault, changes)
+    recorded = []
+    if tampering and re_anchor:
+        lost = vault.ledger.lost()
+        vault.ledger.append("re-anchor", "", "", None, clock.format_datetime(clock.now()),
+                            {"reason": tampering[0], **({"lost_records": lost[0], "lost_tip": lost[1]}
+                                                        if lost else {})})
+        vault.ledger.forget_lost()
+    if record and (not tampering or re_anchor):
+        for problem in changes:
+            note_id = problem.note_id
+            if problem.kind in ("unrecorded edit", "untracked note") and note_id in texts:
+                note, text = texts[note_id]
+                vault.record(
+                    "external-edit",
+                    note,
+                    text,
+                    {"noticed_by": "verify", "first_seen": problem.kind == "untracked note"},
+                )
+                recorded.append(problem)
+            elif problem.kind == "missing note":
+                _record_gone(vault, note_id, (vault.ledger.last(note_id) or {}).get("path", ""), "verify")
+                recorded.append(problem)
+    return {
+        "breaks": [p.as_dict() for p in breaks],
+        "torn": [p.as_dict() for p in chain if p.kind == "torn"],
+        "tampering": [] if re_anchor else tampering,
+        "re_anchored": bool(tampering and re_anchor),
+        "changes": [p.as_dict() for p in changes],
+        "recorded": len(recorded),
+        "notes": len(files),
+    }
 
 
 def ledger_tampering(vault, changes) -> list[str]:

@@ -1,8 +1,13 @@
 """The client side of the recall service: ask the vault's watcher over its Unix socket.
 
-Light to import (os, json, socket, hashlib): the recall fast path and the
-Claude Code hooks run it on every agent prompt. The server side is
+Light to import (os, stat, json, socket, hashlib): the recall fast path and
+the Claude Code hooks run it on every agent prompt. The server side is
 `service/server.py`; the socket's place is decided here, for both.
+
+The socket's folder is in a shared temp folder, where another user could
+create `vaultmem-<uid>/` first and answer recall with memories of their own
+making. So a client talks only to a socket that is its user's, in a folder
+that is its user's alone (`socket_problem`); otherwise it recalls in-process.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ import hashlib
 import json
 import os
 import socket
+import stat
 
 PROTOCOL = 1
 CONNECT_TIMEOUT = 0.2
-MAX_MESSAGE = 16 * 1024 * 1024
+MAX_MESSAGE = 16 * 1024 * 1024  # a reply
+MAX_REQUEST = 1024 * 1024  # a request: a query or a note's text, with room to spare
 
 
 def socket_path(vault_root: str) -> str:
@@ -32,17 +39,61 @@ def _temp_dir() -> str:
     return "/tmp" if os.name != "nt" else os.path.expanduser("~\\AppData\\Local\\Temp")
 
 
-def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
-    """Send one request to the vault's watcher; None when no watcher answers."""
-    path = socket_path(vault_root)
-    if not os.path.exists(path):
+def socket_problem(path: str) -> str | None:
+    """Why the socket at `path` must not be trusted (one line), or None when it is safe to talk to.
+
+    Safe: its folder is a real folder (no symlink) owned by this user with no
+    access for group or others, and the socket, if there, is a socket owned by
+    this user. Nobody but this user (and root) can then have put it there.
+    """
+    if not hasattr(os, "getuid"):
+        return None  # Windows: no Unix permissions to check (and no AF_UNIX watcher before 10)
+    uid = os.getuid()
+    folder = os.path.dirname(path)
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        return f"cannot check {folder}: {exc.strerror}"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{folder} is a symlink, not a folder vaultmem made; remove it"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{folder} is not a folder; remove it"
+    if info.st_uid != uid:
+        return (f"{folder} belongs to uid {info.st_uid}, not to you (uid {uid}): another user may pose as "
+                "your watcher; remove it (as root) or point TMPDIR at a folder of your own")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return (f"{folder} has mode {stat.S_IMODE(info.st_mode):o}, open to other users; "
+                f"`chmod 700 {folder}` or remove it")
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot check {path}: {exc.strerror}"
+    if not stat.S_ISSOCK(info.st_mode):
+        return f"{path} is not a socket; remove it"
+    if info.st_uid != uid:
+        return f"{path} belongs to uid {info.st_uid}, not to you (uid {uid}); remove it"
+    return None
+
+
+def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
+    """Send one request to the vault's watcher; None when no watcher answers, or when its socket
+    is not safely this user's (`socket_problem`): the caller then does the work itself."""
+    path = socket_path(vault_root)
+    if not os.path.exists(path) or socket_problem(path):
+        return None
+    message = json.dumps(dict(request, protocol=PROTOCOL)).encode("utf-8") + b"\n"
+    if len(message) > MAX_REQUEST:
+        return None  # the watcher would refuse it
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         client.settimeout(CONNECT_TIMEOUT)
         client.connect(path)
         client.settimeout(timeout)
-        client.sendall(json.dumps(dict(request, protocol=PROTOCOL)).encode("utf-8") + b"\n")
+        client.sendall(message)
         client.shutdown(socket.SHUT_WR)
         chunks, size = [], 0
         while True:
@@ -61,6 +112,14 @@ def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
     if not isinstance(answer, dict) or answer.get("protocol") != PROTOCOL:
         return None
     return answer
+
+
+def watcher_status(vault_root: str) -> dict:
+    """For `health`: the socket's path, whether a watcher answers on it, and why it is ignored if it is."""
+    path = socket_path(vault_root)
+    problem = socket_problem(path)
+    running = problem is None and ask(vault_root, {"op": "ping"}, timeout=1.0) is not None
+    return {"socket": path, "running": running, "problem": problem}
 
 
 def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False) -> dict | None:

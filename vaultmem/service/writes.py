@@ -48,8 +48,11 @@ def send_write(vault_root, op: str, args: dict) -> dict | None:
     if os.environ.get("VAULTMEM_NO_SERVER"):
         return None
     from vaultmem.service.server import ask
+    from vaultmem.store.lock import lock_wait
 
-    answer = ask(str(vault_root), {"op": op, "args": args, "now": os.environ.get("VAULTMEM_NOW")}, timeout=60.0)
+    # The watcher may wait that long for the write lock, then do the work: give up only after both.
+    answer = ask(str(vault_root), {"op": op, "args": args, "now": os.environ.get("VAULTMEM_NOW")},
+                 timeout=lock_wait() + 30.0)
     if not answer or not answer.get("ok"):
         return None
     if "refused" in answer:
