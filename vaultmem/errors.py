@@ -96,6 +96,7 @@ class LockTimeout(VaultmemError):
         self.waited = waited
         self.holder = holder
         who = holder or "another process (a vaultmem watcher, hook or command)"
-        super().__init__(f"the vault's write lock {self.lock_path} is held by {who}; gave up after "
+        what = "index lock" if self.lock_path.endswith("index.lock") else "write lock"
+        super().__init__(f"the vault's {what} {self.lock_path} is held by {who}; gave up after "
                          f"{waited:.0f} s. It is safe to run the command again once that process is done "
                          "(stop it if it hangs; VAULTMEM_LOCK_WAIT sets the wait)")

@@ -250,11 +250,12 @@ class RecallEngine:
     def _index_lock(self):
         """Processes updating the same indexes take turns (Whoosh allows one writer;
         vector rows are appended by one process at a time)."""
-        from filelock import FileLock
+        from vaultmem.store.lock import WriteLock, lock_wait
 
         if self._file_lock is None:
             self.vault.state_dir.mkdir(parents=True, exist_ok=True)
-            self._file_lock = FileLock(str(self.vault.state_dir / "index.lock"), timeout=300)
+            # Longer than a write's wait: a reindex of a big vault holds it for minutes.
+            self._file_lock = WriteLock(self.vault.state_dir / "index.lock", wait=max(300.0, lock_wait()))
         return self._file_lock
 
     def status(self) -> dict:
