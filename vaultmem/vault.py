@@ -248,6 +248,7 @@ class Vault:
                 if read_text(path, self.config.max_note_bytes) != text:
                     continue
                 if new_text != text:
+                    self.check_size(before.path, new_text)
                     self._record_unseen_edit(before, text, op)
                     atomic_write(path, new_text)
                     self.catalog(refresh=False).wrote(before.path, new_text)
@@ -294,6 +295,7 @@ class Vault:
             raise BadInput("the memory's text is empty; give the text to remember, e.g. vaultmem add \"...\" -n work")
         if "\x00" in body_text:
             raise BadInput("the memory's text contains a NUL byte; give plain text")
+        self.check_size("the memory's text", body_text)
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
@@ -341,6 +343,7 @@ class Vault:
             if contested:
                 note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
             text_out = render(note)
+            self.check_size(rel, text_out)
             atomic_write(self.root / rel, text_out)
             catalog.wrote(rel, text_out)
             self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
@@ -352,6 +355,15 @@ class Vault:
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
+
+    def check_size(self, what: str, text: str) -> None:
+        """BadInput, before anything is written, for text that reading would refuse
+        (over notes.max_note_bytes): a note vaultmem writes must read back."""
+        size = len(text.encode("utf-8", "surrogatepass"))
+        limit = self.config.max_note_bytes
+        if size > limit:
+            raise BadInput(f"{what} is {size:,} bytes, over the {limit:,}-byte limit for a note; nothing was written. "
+                           "Split it into smaller notes, or raise notes.max_note_bytes in .vaultmem/config.yaml")
 
     def screen(self, text: str, redact: bool) -> tuple[str, list[str]]:
         """Pass text through the redaction filter with this vault's policy: raise
@@ -441,6 +453,7 @@ class Vault:
         if target.exists():
             raise ConflictError(f"{target_rel} already exists; move it aside, then archive {note.id} again")
         new_text = render(after, text)
+        self.check_size(note.path, new_text)
         self._record_unseen_edit(current, text, "archive")
         rewrite_and_move(source, new_text, target)
         self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
@@ -471,6 +484,7 @@ class Vault:
                 current = parse(text, note.path, self.defaults_for(note.path, source))
                 after = replace(current, status="active", updated=now, decayed=now)
                 new_text = render(after, text)
+                self.check_size(note.path, new_text)
                 self._record_unseen_edit(current, text, "restore")
                 rewrite_and_move(source, new_text, target)
                 self.catalog(refresh=False).wrote(target_rel, new_text, moved_from=note.path)
@@ -616,6 +630,7 @@ class Vault:
                 if read_text(path, self.config.max_note_bytes) == text:
                     return self.read_note(rel)
                 raise ConflictError(f"{rel} exists with different text; move it aside or import into an empty vault")
+            self.check_size(rel, text)
             note = parse(text, rel, self.defaults_for(rel, path))
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
