@@ -170,13 +170,14 @@ def test_a_value_of_the_wrong_kind_is_one_problem_not_a_crash(vault, vault_dir, 
 def test_a_key_inside_a_multiline_value_is_not_taken_for_a_property(vault, vault_dir):
     path = vault_dir / "memories" / "x" / "multi.md"
     path.parent.mkdir(parents=True)
-    text = ('---\nid: multi\nmeta: {a: 1,\n  tags: 2}\nquote: "first line\n  tags: not a property"\nreps: 0\n---\n'
+    # YAML allows these continuation lines at the left edge; they look like keys to a line scanner
+    text = ('---\nid: multi\nmeta: {a: 1,\ntags: 2}\nquote: "first line\ntags: not a property"\nreps: 0\n---\n'
             "Body.\n")
     path.write_text(text)
     vault.grade("multi", "good")
     vault.update_note("multi", lambda n: {"tags": ("new",)})
     after = path.read_text()
-    assert "meta: {a: 1,\n  tags: 2}\n" in after and 'quote: "first line\n  tags: not a property"\n' in after
+    assert "meta: {a: 1,\ntags: 2}\n" in after and 'quote: "first line\ntags: not a property"\n' in after
     note = vault.get("multi")
     assert note.tags == ("new",) and note.reps == 1
 
