@@ -56,6 +56,9 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # A UTF-8 byte-order mark, as Windows editors put before the first `---`.
 BOM = "\ufeff"
 
+# What a YAML double-quoted string cannot hold raw: no-printables, and YAML 1.1's extra line breaks.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
 
 
@@ -144,9 +147,9 @@ def load_frontmatter(block: str, path) -> Frontmatter:
             name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
             if name is not None:
                 if name in first_line:
-                    raise NoteError(path, f"property {name!r} is written twice (lines {first_line[name] + 2} "
+                    raise NoteError(path, f"property {_shown(name)} is written twice (lines {first_line[name] + 2} "
                                     f"and {line + 2}), so which one holds is unclear",
-                                    f"keep one '{name}' in the note's properties")
+                                    f"keep one {_shown(name)} in the note's properties")
                 first_line[name] = line
             if key_node.start_mark.column != 0 or (keys and keys[-1][1] == line):
                 editable = False
@@ -165,6 +168,12 @@ def load_frontmatter(block: str, path) -> Frontmatter:
     finally:
         loader.dispose()
     return Frontmatter({str(k): v for k, v in data.items()}, keys, editable)
+
+
+def _shown(value) -> str:
+    """A value for a one-line message: its repr (newlines escaped), cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _refuse_aliases(root: yaml.Node, block: str, path) -> None:
@@ -218,9 +227,7 @@ def parse(text: str, path: str, defaults: dict) -> Note:
 def _read_field(path: str, key: str, value):
     """Normalise one known property, or raise NoteError saying what is wrong."""
     def bad(expected: str):
-        shown = repr(value)
-        shown = shown if len(shown) <= 80 else shown[:77] + "..."
-        return NoteError(path, f"property {key!r} is {shown}, expected {expected}",
+        return NoteError(path, f"property {key!r} is {_shown(value)}, expected {expected}",
                          f"correct '{key}' in the note's properties")
     try:
         if key in _TEXT_KEYS:
@@ -402,7 +409,11 @@ def _scalar(value) -> str:
     text = str(value)
     if text == "":
         return ""
-    return text if _plain_is_safe(text) else json.dumps(text, ensure_ascii=False)
+    if _plain_is_safe(text):
+        return text
+    # JSON's double quotes are YAML's, but JSON leaves raw what YAML refuses (DEL, C1
+    # controls) or reads as a line break (NEL, U+2028/9): those are escaped too.
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 @lru_cache(maxsize=4096)
