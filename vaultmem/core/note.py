@@ -121,9 +121,9 @@ def load_frontmatter(block: str, path) -> Frontmatter:
     - YAML aliases (`*name`): a few hundred bytes of nested aliases expand to
       gigabytes (an "alias bomb"). Obsidian never writes them, so any alias is
       refused rather than budgeted.
-    - A property written twice: YAML keeps the last silently and Obsidian
-      refuses the file; vaultmem refuses it too, naming the key and its lines,
-      instead of guessing which one the person meant.
+    - A property written twice: YAML loaders keep the last silently; vaultmem
+      refuses it, naming the key and its lines, instead of guessing which one
+      the person meant (and a rewrite would have two entries to edit).
     - Nesting deeper than libyaml's limit (1000 levels) and nonsense values
       (`2026-02-30`, `!!float abc`) are broken YAML.
     Size is bounded before this (`notes.max_note_bytes`, store/files.py).
