@@ -122,6 +122,22 @@ def test_an_alias_bomb_is_one_unreadable_note_and_the_rest_of_the_vault_works(va
     assert catalog.stat().st_size < 1024 ** 2
 
 
+def test_importing_files_with_alias_bombs_skips_them_and_imports_the_rest(vault_dir, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "bomb.md").write_text(alias_bomb("tags"))
+    (folder / "fine.md").write_text("---\ntags: [ok]\n---\nA fine imported note.\n")
+    report = json.loads(vaultmem(vault_dir, "import", str(folder), "--json").stdout)
+    assert [a["path"] for a in report["added"]] == ["memories/notes/fine.md"]
+    assert "YAML alias" in report["skipped"][0]["reason"] and report["skipped"][0]["source"].endswith("bomb.md")
+
+    export = tmp_path / "export.jsonl"
+    export.write_text(json.dumps({"path": "memories/x/bomb.md", "text": alias_bomb("id")}) + "\n")
+    report = json.loads(vaultmem(vault_dir, "import", str(export), "--json", expect=2).stdout)
+    assert "YAML alias" in report["errors"][0]["reason"]
+    assert not (vault_dir / "memories" / "x" / "bomb.md").exists()
+
+
 def test_an_anchor_without_an_alias_is_plain_yaml(vault, vault_dir):
     path = vault_dir / "memories" / "x" / "anchored.md"
     path.parent.mkdir(parents=True)
