@@ -243,3 +243,19 @@ def test_a_memory_just_under_the_limit_is_written_and_reads_back(vault, vault_di
     assert vault.get(added.note.id).body == text + "\n"
     with pytest.raises(BadInput):
         vault.add("y" * 20_001, "x")
+
+
+def test_an_oversized_memory_through_mcp_is_a_tool_error_and_nothing_is_written(vault_dir, tmp_path):
+    from tests.test_mcp import error_of, run_session
+
+    async def body(session):
+        message = error_of(await session.call_tool("add", {"text": "word " * 400_000 + "s", "namespace": "x"}))
+        assert "over the 1,000,000-byte limit" in message and "nothing was written" in message
+        message = error_of(await session.call_tool("learn", {"title": "Huge", "namespace": "x",
+                                                             "steps": "step " * 400_000}))
+        assert "over the 1,000,000-byte limit" in message
+        added = await session.call_tool("add", {"text": "A normal memory after the refusals", "namespace": "x"})
+        assert not added.is_error, added
+
+    run_session(vault_dir, tmp_path, body)
+    assert [p.name for p in (vault_dir / "memories").rglob("*.md")] == ["a-normal-memory-after-the-refusals.md"]
