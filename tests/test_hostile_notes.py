@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from vaultmem.errors import BadInput
-from vaultmem.vault import Vault
+from vaultmem.errors import BadInput, NoteError
 
 BOM = b"\xef\xbb\xbf"
 MEMORY_CAP = 2 * 1024 ** 3  # far above what any command needs, far below what a bomb takes
@@ -89,7 +88,8 @@ def test_a_utf16_note_is_one_problem_naming_the_fix(run, vault_dir):
     path.parent.mkdir(parents=True)
     path.write_bytes("---\nid: wide\n---\nUTF-16 from Notepad\n".encode("utf-16"))
     problems = run.json("health")["problems"]
-    assert problems == [{"path": "memories/win/unicode.md", "problem": "is UTF-16 text, not UTF-8; re-save it as UTF-8"}]
+    assert problems == [{"path": "memories/win/unicode.md",
+                         "problem": "is UTF-16 text, not UTF-8; re-save it as UTF-8"}]
 
 
 # ---------------------------------------------------------------- alias bombs
@@ -204,7 +204,7 @@ def test_properties_written_as_one_flow_map_are_refused_on_write_and_left_alone(
     path.write_text("---\n{id: flow, tags: [a]}\n---\nFlow style.\n")
     before = path.read_bytes()
     assert vault.get("flow").tags == ("a",), "readable"
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(NoteError) as caught:
         vault.grade("flow", "good")
     assert "one {...} map" in str(caught.value)
     assert path.read_bytes() == before
