@@ -316,6 +316,7 @@ class Vault:
             raise BadInput("the memory's text is empty; give the text to remember, e.g. vaultmem add \"...\" -n work")
         if "\x00" in body_text:
             raise BadInput("the memory's text contains a NUL byte; give plain text")
+        self.check_size("the memory's text", body_text)
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
@@ -385,6 +386,7 @@ class Vault:
             rel = f"{folder}/{name}.md"
             note = replace(note, path=rel)
             text = render(note)
+            self.check_size(rel, text)
             try:
                 create_new(self.root / rel, text)
             except FileExistsError:
@@ -392,6 +394,15 @@ class Vault:
             catalog.wrote(rel, text)
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")
+
+    def check_size(self, what: str, text: str) -> None:
+        """BadInput, before anything is written, for text that reading would refuse
+        (over notes.max_note_bytes): a note vaultmem writes must read back."""
+        size = len(text.encode("utf-8", "surrogatepass"))
+        limit = self.config.max_note_bytes
+        if size > limit:
+            raise BadInput(f"{what} is {size:,} bytes, over the {limit:,}-byte limit for a note; nothing was written. "
+                           "Split it into smaller notes, or raise notes.max_note_bytes in .vaultmem/config.yaml")
 
     def _check_inside(self, folder: str) -> None:
         """Refuse a note folder that leads out of the vault (a symlink): notes written
@@ -518,7 +529,10 @@ class Vault:
                 raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
             after = replace(before, **change(before))
             applied[base] = (before, after)
-            return render(after, base)
+            new_text = render(after, base)
+            if new_text != base:
+                self.check_size(rel, new_text)
+            return new_text
 
         return path, compute, lambda data: decode_note(path, data, self.config.max_note_bytes), applied
 
@@ -733,6 +747,7 @@ class Vault:
                 if read_text(path, self.config.max_note_bytes) == text:
                     return self.read_note(rel)
                 raise ConflictError(f"{rel} exists with different text; move it aside or import into an empty vault")
+            self.check_size(rel, text)
             note = parse(text, rel, self.defaults_for(rel, path))
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")

@@ -8,17 +8,23 @@ body keep their bytes, and line endings stay as the file had them. Values are
 written the way Obsidian's own property editor writes them (block lists with
 two-space indent, double quotes only where YAML needs them, empty = `key:`).
 
+Hostile or odd files (see `load_frontmatter`): a UTF-8 byte-order mark is read
+past and kept; YAML aliases (`*name`) and a property written twice make the
+note unreadable with a one-line problem instead of being expanded or guessed.
+
 No file I/O here: the vault reads and writes, this module only transforms text.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import unicodedata
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
+from typing import NamedTuple
 
 import yaml
 
@@ -47,8 +53,13 @@ _DATETIME_KEYS = ("due", "last_review", "created", "updated", "decayed", "promot
 # libyaml's loader when present: parsing thousands of notes is a hot path.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+# A UTF-8 byte-order mark, as Windows editors put before the first `---`.
+BOM = "\ufeff"
+
+# What a YAML double-quoted string cannot hold raw: no-printables, and YAML 1.1's extra line breaks.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
-_KEY_LINE = re.compile(r"""^(?P<key>[^\s#'"\-?:][^:]*?|"[^"]*"|'[^']*'):(?:[ \t\r]|$)""")
 
 
 # ---------------------------------------------------------------- splitting
@@ -57,8 +68,11 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     """Split text into (frontmatter block without fences, body), losslessly.
 
     A file that opens with `---` but never closes it has no frontmatter: its
-    first line is a horizontal rule in the body.
+    first line is a horizontal rule in the body. A leading byte-order mark is
+    part of neither (`render` puts it back).
     """
+    if text.startswith(BOM):
+        text = text[1:]
     opening = _FENCE.match(text)
     if not opening:
         return None, text
@@ -72,50 +86,133 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     return None, text
 
 
-def _segments(block: str) -> list[tuple[str | None, str]]:
+def _segments(block: str, keys: list[tuple[str | None, int]]) -> list[tuple[str | None, str]]:
     """Top-level entries of a frontmatter block: [(key or None, exact text)].
 
-    Continuation lines (indented, list items, blanks, comments) belong to the
-    entry above them, so replacing an entry never disturbs its neighbours.
+    `keys` are the top-level keys with the line each starts on, as YAML found
+    them (so a multi-line quoted value or flow map is never mistaken for a key).
+    Lines between two keys (continuations, list items, blanks, comments) belong
+    to the entry above them, so replacing an entry never disturbs its neighbours.
     """
+    lines = block.splitlines(keepends=True)
+    starts = [line for _key, line in keys]
     segments: list[tuple[str | None, str]] = []
-    for line in block.splitlines(keepends=True):
-        match = _KEY_LINE.match(line)
-        if match:
-            segments.append((match.group("key").strip("'\""), line))
-        elif segments:
-            key, text = segments[-1]
-            segments[-1] = (key, text + line)
-        else:
-            segments.append((None, line))
-    return segments
+    if not starts or starts[0] > 0:
+        segments.append((None, "".join(lines[:starts[0] if starts else len(lines)])))
+    for index, (key, line) in enumerate(keys):
+        end = starts[index + 1] if index + 1 < len(starts) else len(lines)
+        segments.append((key, "".join(lines[line:end])))
+    return [(key, text) for key, text in segments if text or key is not None]
 
 
 # ---------------------------------------------------------------- reading
+
+class Frontmatter(NamedTuple):
+    """A frontmatter block as read: its properties, and where each top-level key starts."""
+
+    data: dict
+    keys: list[tuple[str | None, int]]  # (key text, or None for a complex key; 0-based line in the block)
+    editable: bool  # every key opens its own line at column 0 (block style): entries can be edited line by line
+
+
+def load_frontmatter(block: str, path) -> Frontmatter:
+    """Read a frontmatter block with the safe loader, refusing what would turn a note against the vault.
+
+    - YAML aliases (`*name`): a few hundred bytes of nested aliases expand to
+      gigabytes (an "alias bomb"). Obsidian never writes them, so any alias is
+      refused rather than budgeted.
+    - A property written twice: YAML loaders keep the last silently; vaultmem
+      refuses it, naming the key and its lines, instead of guessing which one
+      the person meant (and a rewrite would have two entries to edit).
+    - Nesting deeper than libyaml's limit (1000 levels) and nonsense values
+      (`2026-02-30`, `!!float abc`) are broken YAML.
+    Size is bounded before this (`notes.max_note_bytes`, store/files.py).
+    Raises NoteError naming the file and the fix.
+    """
+    loader = _Loader(block)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return Frontmatter({}, [], True)
+        if not isinstance(node, yaml.MappingNode):
+            raise NoteError(path, "frontmatter is not a set of properties",
+                            "write it as 'key: value' lines between the --- fences")
+        if "*" in block:  # no '*', no alias: the common case skips the walk
+            _refuse_aliases(node, block, path)
+        keys = []
+        editable = not node.flow_style
+        first_line: dict[str, int] = {}
+        for key_node, _value in node.value:
+            line = key_node.start_mark.line
+            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if name is not None:
+                if name in first_line:
+                    raise NoteError(path, f"property {_shown(name)} is written twice (lines {first_line[name] + 2} "
+                                    f"and {line + 2}), so which one holds is unclear",
+                                    f"keep one {_shown(name)} in the note's properties")
+                first_line[name] = line
+            if key_node.start_mark.column != 0 or (keys and keys[-1][1] == line):
+                editable = False
+            keys.append((name, line))
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise NoteError(path, f"broken YAML frontmatter{line} ({problem})",
+                        "fix the frontmatter by hand; vaultmem will not touch this file until then") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # what the constructor raises for a value YAML's grammar allows: a 30th of February
+        raise NoteError(path, f"broken YAML frontmatter ({str(exc).splitlines()[0] if str(exc) else 'bad value'})",
+                        "fix the frontmatter by hand; vaultmem will not touch this file until then") from None
+    finally:
+        loader.dispose()
+    return Frontmatter({str(k): v for k, v in data.items()}, keys, editable)
+
+
+def _shown(value) -> str:
+    """A value for a one-line message: its repr (newlines escaped), cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _refuse_aliases(root: yaml.Node, block: str, path) -> None:
+    """NoteError if a node is reached twice: the composer hands out the anchored node again for each alias."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise NoteError(path, f"frontmatter uses a YAML alias{_first_alias(block)}, which vaultmem does not expand",
+                            "write the value out in full instead of *name")
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend((key, value))
+
+
+def _first_alias(block: str) -> str:
+    """' (*name at line N)' for the first alias of `block` (only on the error path: a second parse)."""
+    try:
+        for event in yaml.parse(block, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                return f" (*{event.anchor} at line {event.start_mark.line + 2})"
+    except yaml.YAMLError:
+        pass
+    return ""
+
 
 def parse(text: str, path: str, defaults: dict) -> Note:
     """Read a note. `defaults` supplies every field a hand-written note may lack.
 
     Raises NoteError (naming the file and the fix) for broken YAML, a
-    frontmatter that is not a set of properties, or a property of the wrong kind.
+    frontmatter that is not a set of properties, an alias or a repeated
+    property (`load_frontmatter`), or a property of the wrong kind.
     """
     block, body = split_frontmatter(text)
-    data: dict = {}
-    if block is not None:
-        try:
-            loaded = yaml.load(block, Loader=_Loader)
-        except yaml.YAMLError as exc:
-            where = getattr(exc, "problem_mark", None)
-            line = f" at line {where.line + 2}" if where is not None else ""
-            problem = getattr(exc, "problem", None) or "syntax error"
-            raise NoteError(path, f"broken YAML frontmatter{line} ({problem})",
-                            "fix the frontmatter by hand; vaultmem will not touch this file until then") from None
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise NoteError(path, "frontmatter is not a set of properties",
-                            "write it as 'key: value' lines between the --- fences")
-        data = {str(k): v for k, v in loaded.items()}
+    data = load_frontmatter(block, path).data if block is not None else {}
 
     values = dict(defaults)
     for key in ALL_KEYS:
@@ -130,13 +227,17 @@ def parse(text: str, path: str, defaults: dict) -> Note:
 def _read_field(path: str, key: str, value):
     """Normalise one known property, or raise NoteError saying what is wrong."""
     def bad(expected: str):
-        return NoteError(path, f"property {key!r} is {value!r}, expected {expected}",
+        return NoteError(path, f"property {key!r} is {_shown(value)}, expected {expected}",
                          f"correct '{key}' in the note's properties")
     try:
         if key in _TEXT_KEYS:
             if isinstance(value, (list, dict)):
                 raise bad("text")
             return str(value).strip()
+        if key in _LIST_KEYS:
+            if isinstance(value, dict) or (isinstance(value, list)
+                                           and any(isinstance(i, (list, dict)) for i in value)):
+                raise bad("a list of words")
         if key == "tags":
             items = value if isinstance(value, list) else re.split(r"[,\s]+", str(value))
             return tuple(t for t in (str(i).strip().lstrip("#") for i in items if i is not None) if t)
@@ -160,7 +261,7 @@ def _read_field(path: str, key: str, value):
                 raise bad("one of " + "|".join(allowed))
             return text
         if key in ("strength", "stability", "difficulty"):
-            if isinstance(value, bool):
+            if isinstance(value, bool) or not math.isfinite(float(value)):
                 raise bad("a number")
             return float(value)
         if key in ("step", "reps", "lapses"):
@@ -170,9 +271,9 @@ def _read_field(path: str, key: str, value):
         if key in _DATETIME_KEYS:
             try:
                 return parse_datetime(value, what=key)
-            except BadInput:
+            except (BadInput, OverflowError):
                 raise bad("a datetime like 2026-11-30T14:05:00 (UTC)") from None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         what = {"strength": "a number", "stability": "a number", "difficulty": "a number"}.get(key, "a whole number")
         raise bad(what) from None
     raise AssertionError(key)
@@ -195,36 +296,36 @@ def render(note: Note, original: str | None = None) -> str:
     """The file text for `note`.
 
     With `original`, only properties whose value changed (or that were missing)
-    are rewritten; everything else keeps its bytes. The body written is
-    `note.body`, so callers that do not change the body keep it exactly.
+    are rewritten; everything else keeps its bytes, a byte-order mark included.
+    The body written is `note.body`, so callers that do not change the body keep
+    it exactly. Raises NoteError, writing nothing, for a frontmatter it cannot
+    edit line by line (a `{...}` map, indented keys) or a result that would not
+    read back as `note`.
     """
+    bom = BOM if original is not None and original.startswith(BOM) else ""
+    if bom:
+        original = original[1:]
     newline = "\r\n" if original and "\r\n" in original else "\n"
     wanted = field_values(note)
-    if original is None:
-        lines = "".join(_render_entry(k, v, newline) for k, v in wanted.items())
-        return f"---{newline}{lines}---{newline}{note.body}"
-
-    block, _old_body = split_frontmatter(original)
+    block, _old_body = split_frontmatter(original) if original is not None else (None, "")
     if block is None:
         lines = "".join(_render_entry(k, v, newline) for k, v in wanted.items())
-        return f"---{newline}{lines}---{newline}{note.body}"
+        return f"{bom}---{newline}{lines}---{newline}{note.body}"
 
     opening = _FENCE.match(original).group(0)
     closing_at = len(original) - len(_old_body)
     closing = original[len(opening) + len(block):closing_at]
-    segments = _segments(block)
-    current = {}
-    try:
-        current = yaml.load(block, Loader=_Loader) or {}
-    except yaml.YAMLError:
-        raise NoteError(note.path, "broken YAML frontmatter",
-                        "fix it by hand before vaultmem writes this file") from None
+    frontmatter = load_frontmatter(block, note.path)
+    if not frontmatter.editable:
+        raise NoteError(note.path, "its properties are written as one {...} map or indented, "
+                        "which vaultmem cannot edit line by line",
+                        "write them as 'key: value' lines starting at the left edge")
+    current = frontmatter.data
 
     out: list[tuple[str | None, str]] = []
-    for key, text in segments:
+    for key, text in _segments(block, frontmatter.keys):
         if key in wanted:
-            old = current.get(key)
-            old_value = _safe_read(note.path, key, old)
+            old_value = _safe_read(note.path, key, current.get(key))
             if old_value == _comparable(key, wanted[key]) and _ends_with_newline(text):
                 out.append((key, text))
             else:
@@ -243,7 +344,23 @@ def render(note: Note, original: str | None = None) -> str:
             position = max(i for i, (k, _) in enumerate(out) if k == earlier[-1]) + 1
         out.insert(position, (key, _render_entry(key, wanted[key], newline)))
         present.add(key)
-    return opening + "".join(text for _, text in out) + closing + note.body
+    new_block = "".join(text for _, text in out)
+    _check_reads_back(note, wanted, new_block)
+    return bom + opening + new_block + closing + note.body
+
+
+def _check_reads_back(note: Note, wanted: dict, block: str) -> None:
+    """The last guard before a write: the edited frontmatter must read back as the
+    properties meant, or nothing is written (never a file that no longer parses)."""
+    try:
+        data = load_frontmatter(block, note.path).data
+    except NoteError as exc:
+        raise NoteError(note.path, f"vaultmem's edit of its properties would not read back ({exc.problem})",
+                        "report this; the file was left as it was") from None
+    for key, value in wanted.items():
+        if _safe_read(note.path, key, data.get(key)) != _comparable(key, value):
+            raise NoteError(note.path, f"vaultmem's edit of property {key!r} would not read back",
+                            "report this; the file was left as it was")
 
 
 def _ends_with_newline(text: str) -> bool:
@@ -292,7 +409,11 @@ def _scalar(value) -> str:
     text = str(value)
     if text == "":
         return ""
-    return text if _plain_is_safe(text) else json.dumps(text, ensure_ascii=False)
+    if _plain_is_safe(text):
+        return text
+    # JSON's double quotes are YAML's, but JSON leaves raw what YAML refuses (DEL, C1
+    # controls) or reads as a line break (NEL, U+2028/9): those are escaped too.
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 @lru_cache(maxsize=4096)

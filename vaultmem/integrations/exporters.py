@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from vaultmem.core.note import split_frontmatter
+from vaultmem.core.note import load_frontmatter, split_frontmatter
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.store.files import atomic_write, read_text
 from vaultmem.timefmt import format_datetime
@@ -104,16 +104,15 @@ def check_rel(rel: str) -> str:
 
 
 def note_id(text: str, rel: str) -> str:
-    """The id a note file has: its `id` property, else its file name."""
-    import yaml
-
+    """The id a note file has: its `id` property, else its file name (also for a file
+    the vault will refuse to read: writing it is refused later, with the reason)."""
     block, _body = split_frontmatter(text)
     if block is not None:
         try:
-            data = yaml.safe_load(block)
-        except yaml.YAMLError:
-            data = None
-        if isinstance(data, dict) and data.get("id") not in (None, ""):
+            data = load_frontmatter(block, rel).data
+        except NoteError:
+            data = {}
+        if data.get("id") not in (None, "") and not isinstance(data["id"], (list, dict)):
             return str(data["id"]).strip()
     return PurePosixPath(rel).stem
 

@@ -275,9 +275,13 @@ def decode_note(path: Path, data: bytes, max_bytes: int) -> str:
     if len(data) > max_bytes:
         raise NoteError(path, f"is {len(data):,} bytes, over the {max_bytes:,}-byte limit for notes",
                         "split it into smaller notes or raise notes.max_note_bytes in .vaultmem/config.yaml")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise NoteError(path, "is UTF-16 text, not UTF-8", "re-save it as UTF-8")
     if b"\x00" in data:
         raise NoteError(path, "is binary, not a markdown note", "move it out of the vault's note folders")
     try:
+        # A UTF-8 byte-order mark stays in the text: the note parser reads past it and
+        # a rewrite keeps it, so the file's bytes change only where a property did.
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise NoteError(path, "is not UTF-8 text", "re-save it as UTF-8") from None

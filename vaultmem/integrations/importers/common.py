@@ -18,9 +18,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
-import yaml
-
-from vaultmem.core.note import split_frontmatter
+from vaultmem.core.note import load_frontmatter, split_frontmatter
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.integrations.importers.base import MARKDOWN_SUFFIXES, MAX_FILE_BYTES
 from vaultmem.store.files import read_text
@@ -44,14 +42,18 @@ def _markdown_files(path: Path) -> Iterator[tuple[Path, str]]:
 
 
 def _split(text: str) -> tuple[dict | None, str]:
+    """(properties, body); the vault's own frontmatter reader, so a file with an alias
+    bomb or a property written twice is refused here as it would be in the vault."""
     block, body = split_frontmatter(text)
     if block is None:
         return None, body
     try:
-        meta = yaml.safe_load(block)
-    except yaml.YAMLError:
-        raise BadInput("broken YAML frontmatter; fix it, then import again") from None
-    return (meta if isinstance(meta, dict) else None), body
+        meta = load_frontmatter(block, "frontmatter").data
+    except NoteError as exc:
+        if "not a set of properties" in exc.problem:
+            return None, body
+        raise BadInput(f"{exc.problem}; fix it, then import again") from None
+    return meta, body
 
 
 def _frontmatter_of(path: Path):
