@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
+
 from vaultmem.search.engine import RecallEngine, rebuild_indexes
 from vaultmem.store import catalog as catalog_module
 from vaultmem.vault import Vault
@@ -77,3 +79,56 @@ def test_no_cache_file_can_hold_code(vault):
     cached = [p for p in state.rglob("*") if p.is_file()]
     assert cached and not [p for p in cached if p.suffix in (".pickle", ".pkl")]
     assert all(p.read_bytes()[:2] != b"\x80\x04" for p in cached)  # no pickle stream either
+
+
+class _Payload:
+    """Unpickling this runs a command: what a planted cache file would do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_pickle_planted_in_the_bm25_index_never_runs(vault, tmp_path):
+    """Whoosh keeps its schema and segment list as pickles in `_MAIN_*.toc`: a planted
+    one is refused, and the index is rebuilt from the notes."""
+    import pickle
+
+    from vaultmem.search.engine import engine_for
+
+    note = vault.add("Deploys need two approvals", "work").note
+    vault.recall("deploy approvals")
+    engine_for(vault).bm25._close()
+    marker = tmp_path / "code-ran"
+    folder = vault.root / ".vaultmem" / "index" / "bm25"
+    tocs = sorted(folder.glob("_MAIN_*.toc"))
+    assert tocs
+    data = tocs[-1].read_bytes()
+    payload = pickle.dumps(_Payload(marker), protocol=2)
+    # The TOC holds the schema as a length-prefixed pickle after a small header; swap in the payload.
+    start = data.index(b"\x80\x02")
+    end = data.index(b".", start) + 1 if data.find(b".", start) != -1 else len(data)
+    planted = data[:start] + payload + data[end:]
+    for toc in tocs:
+        toc.write_bytes(planted)
+    fresh = Vault(vault.root)
+    hits = fresh.recall("deploy approvals")
+    assert not marker.exists()
+    assert [h.note.id for h in hits][:1] == [note.id]
+
+
+def test_the_restricted_unpickler_refuses_everything_but_index_data(tmp_path):
+    import pickle
+
+    from vaultmem.search.bm25 import schema
+    from vaultmem.search.safe_whoosh import UnsafeIndexFile, loads
+
+    assert loads(pickle.dumps(schema())) == schema()  # Whoosh's own data still loads
+    marker = tmp_path / "code-ran"
+    with pytest.raises(UnsafeIndexFile):
+        loads(pickle.dumps(_Payload(marker)))
+    assert not marker.exists()

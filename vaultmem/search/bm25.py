@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vaultmem.core.model import Note
+from vaultmem.search.safe_whoosh import harden
 
 SCHEMA_VERSION = 5
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
@@ -121,23 +122,33 @@ class Bm25Index:
         self._filter_cache_for = None
 
     def exists(self) -> bool:
+        """Whether a usable index is there: this vaultmem's schema, and it opens. One that
+        is damaged, from an older vaultmem or planted (safe_whoosh refuses to build what
+        its pickles ask for) is not, and gets rebuilt from the notes."""
         from whoosh import index
 
-        return index.exists_in(self.folder) and (self.folder / "version").is_file() and \
-            (self.folder / "version").read_text().strip() == str(SCHEMA_VERSION)
+        if self._ix is not None:
+            return True
+        harden()
+        try:
+            if not ((self.folder / "version").is_file()
+                    and (self.folder / "version").read_text().strip() == str(SCHEMA_VERSION)):
+                return False
+            self._ix = index.open_dir(self.folder)
+        except Exception:  # noqa: BLE001 - whatever is wrong with a cache, the notes rebuild it
+            return False
+        return True
+
+    def unusable(self) -> bool:
+        """Index files are there but cannot be used (damaged or planted): rebuild them."""
+        return self._ix is None and self.folder.is_dir() and any(self.folder.iterdir()) and not self.exists()
 
     def _open(self, rebuild: bool = False):
         from whoosh import index
 
-        if not rebuild and self._ix is not None:
+        if not rebuild and self.exists():
             return self._ix
         self._close()
-        if not rebuild and self.exists():
-            try:
-                self._ix = index.open_dir(self.folder)
-                return self._ix
-            except Exception:  # damaged or from an older vaultmem: it is a cache, rebuild it
-                pass
         if self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True)
@@ -173,13 +184,9 @@ class Bm25Index:
         return len(changed) + len(removed)
 
     def _current_searcher(self):
-        from whoosh import index
-
         if self._searcher is None:
-            if self._ix is None:
-                if not self.exists():
-                    return None
-                self._ix = index.open_dir(self.folder)
+            if not self.exists():
+                return None
             self._searcher = self._ix.searcher(weighting=_weighting())
         elif not self._searcher.up_to_date():
             try:

@@ -334,6 +334,9 @@ class RecallEngine:
             return found
 
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
+        if self.bm25.unusable():
+            with self._index_lock():
+                self._update_lexical(self.vault.catalog(), rebuild=True)
         statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
         lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
