@@ -132,3 +132,20 @@ def test_the_restricted_unpickler_refuses_everything_but_index_data(tmp_path):
     with pytest.raises(UnsafeIndexFile):
         loads(pickle.dumps(_Payload(marker)))
     assert not marker.exists()
+
+
+def test_a_pickle_planted_as_the_vector_file_never_runs(vault_dir, tmp_path):
+    """`vectors.npy` replaced by an object array (a pickle inside an .npy): not loaded,
+    dropped, and every text embedded again."""
+    import numpy as np
+
+    from .conftest import run_process
+
+    run_process("--vault", str(vault_dir), "add", "Deploys need two approvals", "-n", "work")
+    run_process("--vault", str(vault_dir), "recall", "deploy approvals")
+    vectors = next((vault_dir / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
+    marker = tmp_path / "code-ran"
+    np.save(vectors, np.array([_Payload(marker)], dtype=object), allow_pickle=True)
+    found = run_process("--vault", str(vault_dir), "recall", "deploy approvals", "--json").stdout
+    assert not marker.exists()
+    assert "Deploys need two approvals" in found and '"cosine"' in found

@@ -62,6 +62,21 @@ class VectorStore:
         self._matrix: np.ndarray | None = None
         self._rows_mapped = -1
         self.dim = 0
+        self._drop_if_damaged()
+
+    def _drop_if_damaged(self) -> None:
+        """A vector file that is not the float32 matrix the tables point into (damaged,
+        replaced, planted) is dropped with the model's rows: every text is embedded
+        again, as after deleting the cache. (np.load never unpickles here either.)"""
+        rows, _dim, _offset = _header(self.file)
+        highest = self.db.execute("SELECT max(row) FROM vectors WHERE model = ?", (self.model,)).fetchone()[0]
+        if (highest is None or highest < rows) and (rows or not self.file.exists() or _is_float32(self.file)):
+            return
+        if self.file.exists():
+            self.file.unlink()
+        self.db.execute("DELETE FROM vectors WHERE model = ?", (self.model,))
+        self.db.execute("DELETE FROM vector_rows WHERE model = ?", (self.model,))
+        self.db.commit()
 
     @property
     def db(self):
@@ -77,7 +92,7 @@ class VectorStore:
             if rows == 0:
                 self._matrix = np.zeros((0, dim or 0), dtype=np.float32)
             else:
-                self._matrix = np.load(self.file, mmap_mode="r")
+                self._matrix = np.load(self.file, mmap_mode="r", allow_pickle=False)
             self._rows_mapped, self.dim = rows, dim
         return self._matrix
 
@@ -172,6 +187,17 @@ class VectorStore:
 
 # ---------------------------------------------------------------- .npy header in place
 
+def _is_float32(file: Path) -> bool:
+    try:
+        with open(file, "rb") as handle:
+            version = np.lib.format.read_magic(handle)
+            _shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                                       else np.lib.format.read_array_header_2_0(handle))
+    except (OSError, ValueError):
+        return False
+    return dtype == np.dtype("<f4")
+
+
 def _header(file: Path) -> tuple[int, int, int]:
     """(rows, dim, data offset) from an .npy file's header; (0, 0, 0) when there is none."""
     try:
@@ -183,7 +209,7 @@ def _header(file: Path) -> tuple[int, int, int]:
             size = os.fstat(handle.fileno()).st_size
     except (OSError, ValueError):
         return 0, 0, 0
-    if len(shape) != 2:
+    if len(shape) != 2 or _dtype != np.dtype("<f4"):
         return 0, 0, 0
     rows, dim = shape
     # A header written ahead of its rows (a crash between the two) counts only whole rows on disk.
