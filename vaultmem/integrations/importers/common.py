@@ -48,7 +48,7 @@ def _split(text: str) -> tuple[dict | None, str]:
     if block is None:
         return None, body
     try:
-        meta = load_frontmatter(block, "frontmatter").data
+        meta = dict(load_frontmatter(block, "frontmatter").data)  # its own copy: the reader remembers blocks
     except NoteError as exc:
         if "not a set of properties" in exc.problem:
             return None, body
