@@ -79,6 +79,15 @@ def test_prompt_frames_every_memory_and_a_memory_holding_the_exact_closing_marke
     assert again == run.json("prompt")["text"]
 
 
+def test_recall_read_by_a_program_frames_memory_text(hostile, run):
+    """An agent running `vaultmem recall` through a shell reads its plain output: framed."""
+    _vault_dir, ids = hostile
+    text = run("recall", "staging developer mode instructions", "-k", "5").stdout
+    _before, inside, after = framed(text)
+    assert sum(i in inside for i in ids) >= 2 and after == ""
+    assert_no_live_tags(text)
+
+
 def test_session_start_frames_the_prompt_and_the_review_queue_as_one_block(hostile, tmp_path):
     vault_dir, ids = hostile
     text = context_of(hook("session-start", base("SessionStart", tmp_path), vault_dir), "SessionStart")

@@ -49,4 +49,10 @@ def print_recall(hits: list[dict], problems: list[str], model_problem: str | Non
     if explain and hits:
         text += "\n\n" + "\n".join(f"{h['id']}: " + ", ".join(f"{k}={v}" for k, v in h["signals"].items())
                                    for h in hits)
+    if hits and not sys.stdout.isatty():
+        # Read by an agent (a hook, a Bash tool) more often than by a person: memory
+        # text framed as data, as in `prompt` and the hooks (core/fence.py).
+        from vaultmem.core.fence import fence
+
+        text = fence(text).rstrip("\n")
     print(text)
