@@ -111,8 +111,13 @@ def test_recall_without_a_model_is_lexical_and_says_why(run, filled, vault_dir, 
 def test_hand_edit_without_watcher_is_seen_by_the_next_recall(run, filled, vault_dir):
     note_id = filled[MEMORIES[5]]
     path = next(vault_dir.glob("memories/work/customer-invoices*.md"))
-    path.write_text(path.read_text().replace("first business day", "fifteenth, as agreed with finance"))
-    assert top_ids(run, "finance agreed invoice date")[0] == note_id
+    # Saved the way editors save (temp file + rename), which the next command sees (README,
+    # "How fresh recall is"); the old text shares one word with the query, not enough to answer it.
+    edited = path.with_name(path.name + ".tmp")
+    edited.write_text(path.read_text().replace("first business day", "fifteenth, as agreed with finance"))
+    edited.replace(path)
+    hits = run.json("recall", "finance agreed invoice date")
+    assert hits[0]["id"] == note_id and "fifteenth" in hits[0]["text"]
 
 
 @pytest.mark.real_model

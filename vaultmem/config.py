@@ -35,6 +35,8 @@ class Config:
     # Recall.
     recall_top_k: int = 5
     model: str = "default"
+    # The relevance a hit needs; None ("auto"): the model's calibrated floor (README, Recall).
+    recall_min_score: float | None = None
     # Notes larger than this are reported and skipped rather than read.
     max_note_bytes: int = 1_000_000
     # Promotion gates (tiers.py).
@@ -70,7 +72,7 @@ SECTIONS: dict[str, dict[str, str]] = {
         "archive_after_floor_days": "archive_after_floor_days",
     },
     "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
-    "recall": {"top_k": "recall_top_k", "model": "model"},
+    "recall": {"top_k": "recall_top_k", "model": "model", "min_score": "recall_min_score"},
     "promotion": {
         "l1_sessions": "l1_sessions",
         "l2_sessions": "l2_sessions",
@@ -110,6 +112,7 @@ notes:
 recall:
   top_k: 5         # results `recall` returns by default
   model: default   # embedding model: `default`, or a folder with model.onnx + tokenizer.json
+  min_score: auto  # relevance a hit needs (0..1); auto: the model's calibrated floor; 0: never empty
 
 promotion:               # tiers are earned: evidence = added again or graded good
   l1_sessions: 2         # L0 observed -> L1 remembered after this many distinct sessions
@@ -154,11 +157,20 @@ def load_config(path: Path) -> Config:
 
 
 def _coerce(path: Path, key: str, value, type_name: str):
-    converters = {"float": float, "int": int, "str": str, "bool": _boolean}
+    converters = {"float": float, "int": int, "str": str, "bool": _boolean, "float | None": _score_or_auto}
     try:
         return converters[type_name](value)
     except (TypeError, ValueError):
-        raise BadInput(f"{path}: {key} should be a {type_name}, got {value!r}") from None
+        wanted = {"float | None": "number from 0 to 1, or auto"}.get(type_name, type_name)
+        raise BadInput(f"{path}: {key} should be a {wanted}, got {value!r}") from None
+
+
+def _score_or_auto(value) -> float | None:
+    if value is None or str(value).strip().lower() == "auto":
+        return None
+    if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+        raise ValueError(value)
+    return float(value)
 
 
 def _boolean(value) -> bool:

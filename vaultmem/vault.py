@@ -636,12 +636,14 @@ class Vault:
     # ------------------------------------------------------------ reading for agents
 
     def recall(self, query: str, k: int | None = None, namespace: str | None = None, kind: str | None = None,
-               include_hidden: bool = False, history: bool = False) -> list[Hit]:
-        """The `k` notes that best answer `query` (recall.py); `history` adds superseded ones."""
+               include_hidden: bool = False, history: bool = False, min_score: float | None = None) -> list[Hit]:
+        """The `k` notes that best answer `query` (search/engine.py); `history` adds superseded ones;
+        `min_score` overrides the relevance floor (0: every candidate, even unrelated ones)."""
         from vaultmem.core.model import recall_scope
         from vaultmem.search.engine import engine_for
 
-        return engine_for(self).recall(query, k, namespace, kind, recall_scope(include_hidden, history))
+        return engine_for(self).recall(query, k, namespace, kind, recall_scope(include_hidden, history),
+                                       min_score=min_score)
 
     def review(self, limit: int = 20) -> list[Note]:
         """Notes due for confirmation, most at risk first."""

@@ -155,11 +155,14 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
 @click.option("--explain", is_flag=True,
               help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
+@click.option("--min-score", type=click.FloatRange(0, 1), default=None,
+              help="Relevance a result needs (default: recall.min_score, else the model's floor; 0: no floor).")
 @common
-def recall(query, top_k, namespace, kind, include_hidden, history, explain, out, vault_path):
+def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_score, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
 
     Asks the vault's watcher when one runs (fast), else recalls in-process.
+    Nothing relevant (every candidate below the relevance floor): no results.
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
@@ -167,7 +170,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
 
     scope = recall_scope(include_hidden, history)
     namespace = namespace_filter(namespace) or None
-    answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope)
+    answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope, min_score)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
     else:
@@ -177,7 +180,8 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
         from vaultmem.search.engine import recall as run_recall
 
         vault = _vault(vault_path)
-        found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope)
+        found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope,
+                           min_score=min_score)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = [p for p, _m in vault.catalog().problems]
         model_problem = engine_for(vault).model_problem

