@@ -53,6 +53,27 @@ from dataclasses import dataclass
 class Verdict:
     relation: str  # "duplicate" | "conflict" | "unclear" | "compatible"
     reason: str
+    slot: bool = False  # a conflict in one value, every other content word the same (see agreed)
+
+
+# How close (0..1 on the model's scale: 0 at its min_similarity) two memories must be
+# before a difference between them counts as a contradiction: words alone overrate chat
+# lines that share names and filler. A clean one-value difference needs less, because
+# a sentence embedding moves a lot when only a name changes ("We use Jenkins for CI" /
+# "... GitHub Actions for CI": MiniLM 0.40 on that scale).
+SAME_SUBJECT_SIMILARITY = 0.5
+SAME_SLOT_SIMILARITY = 0.2
+
+
+def agreed(verdict: Verdict, similarity: float) -> Verdict:
+    """The verdict once the model's similarity of the pair has been heard: a conflict or
+    an unclear pair the model does not see as one subject is compatible."""
+    if verdict.relation not in ("conflict", "unclear"):
+        return verdict
+    needed = SAME_SLOT_SIMILARITY if verdict.slot else SAME_SUBJECT_SIMILARITY
+    if similarity >= needed:
+        return verdict
+    return Verdict("compatible", f"{verdict.reason}, but the model sees different subjects ({similarity:.2f})")
 
 
 def _ws(s: str) -> list[str]:
@@ -74,9 +95,9 @@ AUX = set(_ws("do does did is are was were am will would can could should have h
 BE = set(_ws("is are was were be been being get gets got"))
 DIRECTION = set(_ws("over than vs versus from to before after instead rather"))
 SYN = {"db": "database", "led": "lead", "ran": "run", "began": "start", "begun": "start", "met": "meet", "went": "go",
-       "using": "use", "used": "use", "favourite": "favorite", "colour": "color"}
+       "using": "use", "used": "use", "favourite": "favorite", "colour": "color", "grew": "grow", "took": "take"}
 NUMBER_WORDS = {w: str(i) for i, w in enumerate(_ws("zero one two three four five six seven eight nine ten eleven "
-                                                    "twelve"))}
+                                                    "twelve"))} | {"once": "1", "twice": "2", "thrice": "3"}
 MONTHS = {m: i + 1 for i, m in enumerate(_ws("january february march april may june july august september october "
                                              "november december"))}
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items()) if m not in ("march", "may")} | {"sept": 9}
@@ -118,8 +139,9 @@ def _stems(s: str) -> set[str]:
 
 
 LIGHT = _stems("use run make keep set stay remain move switch change migrate upgrade downgrade update become start new "
-               "latest again since")
-CHANGE = _stems("switch move migrate change upgrade downgrade replace")
+               "latest again since grow raise reach take rename replace increase decrease bump lower reduce")
+CHANGE = _stems("switch move migrate change upgrade downgrade replace rename take")
+REPLACE = _stems("replace")  # "replaced Webpack with Vite": what follows is the value given up
 ADDITIVE = _stems("like love enjoy speak visit know play collect read watch eat drink cook learn study attend support "
                   "allergic")
 ROLE = _stems("own owner lead manage manager maintain maintainer responsible charge head call assign assignee")
@@ -239,7 +261,8 @@ def _parse(text: str) -> _Parsed:
         if t.raw.lower() == "used" and nxt == "to" and (i == 0 or toks[i - 1].key not in BE):
             t.kind = "neg"  # "Priya used to own X" = no longer
         retract = (t.key, nxt) in (("instead", "of"), ("rather", "than")) or (
-            t.key == "from" and any(u.kind == "word" and u.key in CHANGE for u in toks[:i]))
+            t.key == "from" and any(u.kind == "word" and u.key in CHANGE for u in toks[:i])) or (
+            t.kind == "word" and t.key in REPLACE)
         if retract and (target := next((u for u in toks[i + 1:] if _content(u)), None)):
             target.out = True
     return _Parsed(toks, [t for t in toks if _content(t)], sum(t.kind == "neg" or t.flip for t in toks),
@@ -284,6 +307,27 @@ def _show(toks: list[_Tok]) -> str:
     return ", ".join(t.raw for t in toks[:4]) or "nothing"
 
 
+def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], shared: list[_Tok]) -> Verdict | None:
+    """"We moved CI from Jenkins to GitHub Actions" against "Our CI runs on Jenkins": the new
+    text gives up exactly the value the old one asserts and names one in its place, on
+    shared context, with at most one other word differing on a side: a clean update."""
+    given_up = {t.key: t for t in a.toks if t.out and t.kind not in ("word", "stop")}
+    old = [t for t in only_b if t.key not in given_up]
+    dropped = [t for t in b.content if t.key in given_up]
+    taken = [t for t in only_a if t.kind != "word"]
+    if not dropped or len(taken) != 1 or a.neg % 2 != b.neg % 2 or a.hedged or b.hedged:
+        return None
+    family = FAMILY.get(taken[0].kind, taken[0].kind)
+    if family != FAMILY.get(dropped[0].kind, dropped[0].kind) or any(t.kind != "word" for t in old):
+        return None
+    context = [t for t in shared if t.kind == "word" and t.key not in LIGHT]
+    heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT]
+    heavy_b = [t for t in old if t.key not in LIGHT]
+    if not context or len(heavy_a) > 1 or len(heavy_b) > 1:
+        return None
+    return Verdict("conflict", f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}", slot=True)
+
+
 def classify(new: str, old: str, similarity: float) -> Verdict:
     """How `new` relates to `old`: duplicate, conflict, unclear or compatible (see the module docstring)."""
     if (norm := re.sub(r"[\W_]+", " ", new.lower()).strip()) == re.sub(r"[\W_]+", " ", old.lower()).strip() and norm:
@@ -305,17 +349,20 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
             only_b.remove(y)
     keys_a = {t.key for t in a.content}
     shared = [t for t in {t.key: t for t in a.content}.values() if t not in only_a]
+    if replaced := _replaces(a, b, only_a, only_b, shared):
+        return replaced
     # Same subject: most of the shorter text, and a third of the longer one, is shared
     # (a short greeting is "contained" in any chat line that names the same person).
-    smaller, larger = sorted((len(keys_a), len(keys_b)))
+    # Light verbs (use, run, move) say little about the subject and are not counted.
+    smaller, larger = sorted((len(keys_a - LIGHT), len(keys_b - LIGHT)))
     if (len(shared) / max(1, smaller) < 0.5 or len(shared) / max(1, larger) < 0.34) and similarity < 0.8:
         return Verdict("compatible", f"different subjects (shared: {_show(shared)})")
     hedge = " (hedged)" if a.hedged or b.hedged else ""
 
-    def conflict(reason: str) -> Verdict:  # a slot needs shared context: "Kim" vs "Ana" alone says nothing
+    def conflict(reason: str, slot: bool = False) -> Verdict:  # a slot needs shared context: "Kim" vs "Ana"
         if not shared:
             return Verdict("unclear", reason + " (nothing else shared)")
-        return Verdict("unclear" if hedge else "conflict", reason + hedge)
+        return Verdict("unclear", reason + hedge) if hedge else Verdict("conflict", reason, slot)
 
     pa, pb = _pairs(a), _pairs(b)
     values_a, values_b = [t.key for t in a.content if t.kind != "word"], [t.key for t in b.content if t.kind != "word"]
@@ -359,7 +406,7 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
                 return Verdict("unclear", reason + " (may not be names)")
         elif cues & ADDITIVE and not cues & ROLE:
             return Verdict("unclear", reason + " (both may hold)")
-        return conflict(reason)
+        return conflict(reason, slot=True)
     if not vals_a and not vals_b and len(heavy_a) == len(heavy_b) == 1:
         x, y = heavy_a[0], heavy_b[0]
         (la, ra), (lb, rb) = _around(x, a), _around(y, b)

@@ -22,10 +22,6 @@ from vaultmem.errors import BadInput
 if TYPE_CHECKING:
     from vaultmem.vault import Added
 
-# How close (0..1 on the model's scale, recall.RecallEngine.similar) two memories
-# must be before a difference between them counts as a contradiction.
-SAME_SUBJECT_SIMILARITY = 0.5
-
 
 @dataclass(frozen=True)
 class Related:
@@ -44,19 +40,16 @@ def related(
     """Memories of `namespace` on the same subject as `text`, each with its relation
     (duplicate, conflict or unclear; conflicts.py), closest first. Without the
     embedding model only word-level duplicates are found."""
-    from vaultmem.core.conflicts import classify
+    from vaultmem.core.conflicts import agreed, classify
 
     out = []
     from vaultmem.search.engine import passage_text
 
     # Searched with the text the note will be embedded as, so the add reuses the vector.
     for note, similarity in similar(vault, passage_text(text, tags), namespace, kind, limit):
-        verdict = classify(text, note.text, similarity or 0.0)
+        # Without the model (similarity None) a difference is never a contradiction: only duplicates count.
+        verdict = agreed(classify(text, note.text, similarity or 0.0), similarity or 0.0)
         relation, reason = verdict.relation, verdict.reason
-        if relation in ("conflict", "unclear") and (similarity or 0.0) < SAME_SUBJECT_SIMILARITY:
-            # Words alone overrate chat lines that share names and filler: without the
-            # model agreeing they are on one subject, a difference is not a contradiction.
-            relation = "compatible"
         if relation == "conflict" and created is not None and created < note.created:
             # A backfilled memory older than the one it contradicts does not replace it.
             relation, reason = "unclear", f"{reason}; the new one is dated earlier ({created:%Y-%m-%d})"
