@@ -43,10 +43,10 @@ def related(
     from vaultmem.core.conflicts import agreed, classify
 
     out = []
-    from vaultmem.search.engine import passage_text
+    from vaultmem.search.engine import passage_for
 
     # Searched with the text the note will be embedded as, so the add reuses the vector.
-    for note, similarity in similar(vault, passage_text(text, tags), namespace, kind, limit):
+    for note, similarity in similar(vault, passage_for(kind, text, tags), namespace, kind, limit):
         # Without the model (similarity None) a difference is never a contradiction: only duplicates count.
         verdict = agreed(classify(text, note.text, similarity or 0.0), similarity or 0.0)
         relation, reason = verdict.relation, verdict.reason

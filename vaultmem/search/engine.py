@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace
+from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace, section
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
@@ -67,6 +67,10 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
 LEXICAL_BATCH = 200
 TIME_WINDOW_BOOST = 1.25
+# Pseudo-relevance feedback (_with_feedback): the query plus this weight times the mean
+# vector of its best PRF_DOCS first-round hits (Rocchio's usual beta and depth).
+PRF_DOCS = 3
+PRF_WEIGHT = 0.5
 # Abstention (above_floor): a hit holding this share of the query's words is evidence
 # whatever the model says; the semantic floor is the model's `min_score`.
 LEXICAL_EVIDENCE = 0.4
@@ -82,8 +86,23 @@ class Hit:
 
 
 def embed_text(note: Note) -> str:
-    """What gets embedded for a note: its text without markdown heading marks, plus tags."""
-    return passage_text(note.body, note.tags)
+    """What gets embedded for a note: its text without markdown heading marks, plus tags;
+    for a skill, its title and trigger (see passage_for)."""
+    return passage_for(note.type, note.body, note.tags)
+
+
+def passage_for(kind: str, body: str, tags=()) -> str:
+    """The text embedded for a note of `kind`. A skill is embedded by its title and trigger:
+    when to use it, which is what a question about it asks. Embedded whole, its steps,
+    outcome and lessons made it near every query on its topic and skills crowded out the
+    memories that answer (bench/recall_quality.py, "skill on top"); BM25 still indexes every
+    section, so a word from the steps still finds it."""
+    if kind == "skill":
+        title = next((line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("# ")), "")
+        trigger = section(body, "Trigger")
+        if title or trigger:
+            body = f"{title}. {trigger}" if title and trigger else title or trigger
+    return passage_text(body, tags)
 
 
 def passage_text(body: str, tags=()) -> str:
@@ -370,12 +389,39 @@ class RecallEngine:
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
+        if cosines and os.environ.get("VAULTMEM_PRF", "1") != "0":
+            fused = self._with_feedback(query_vector, fused, lexical_paths, cosines, mask, limit, floor, notes, now,
+                                        intent)
         fused = self._newer_first(fused, notes, intent)
         hits = []
         for path, score, signals in fused[:top_k]:
             note = notes[path]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
+
+    def _with_feedback(self, query_vector, fused, lexical_paths, cosines, mask, limit, floor, notes, now, intent):
+        """Pseudo-relevance feedback (Rocchio): the query moved toward its best first-round
+        hits finds notes that answer with other words (a question whose evidence is spread
+        over several memories). Ranking only: the signals a hit is judged by (cosine,
+        semantic, relevance: abstention, --explain) stay those of the query itself."""
+        rows = [row for path, _s, _sig in fused[:PRF_DOCS] if (row := self._view.row(path)) is not None]
+        if not rows:
+            return fused
+        moved = query_vector + PRF_WEIGHT * np.mean([self.vectors.vector(r) for r in rows], axis=0)
+        moved = moved / max(float(np.linalg.norm(moved)), 1e-12)
+        second = self._cosines(moved, mask, limit, [*cosines, *(p for p, _s, _c in lexical_paths)], floor)
+        extra = [p for p in second if p not in notes]
+        if extra:
+            notes.update(self.vault.catalog().at(extra))
+        reranked = fuse(lexical_paths, second, floor, notes, now, self.vault.config, intent)
+        first = {path: signals for path, _score, signals in fused}
+        out = []
+        for path, score, signals in reranked:
+            if path in first:
+                out.append((path, score, first[path]))
+            else:  # found through the hits above it: it stands or falls with them (above_floor)
+                out.append((path, score, {**signals, "feedback": True}))
+        return out
 
     def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf")) -> dict[str, float]:
         """Cosine to `vector` of the `limit` nearest allowed notes (those at or above
@@ -397,8 +443,11 @@ class RecallEngine:
 
         Embeddings alone cannot tell "we deploy with Jenkins" / "with GitHub
         Actions" (an update, cosine ~0.72) from two chat lines about one topic
-        (also ~0.75); shared content words can.
+        (also ~0.75); shared content words can. Memories `add` contested with
+        each other (or superseded) are on one subject whatever the model says.
         """
+        if _linked(a, b):
+            return True
         va, vb = self._vector_of(a.path), self._vector_of(b.path)
         if va is None or vb is None:
             return False
@@ -577,11 +626,23 @@ def above_floor(hits: list[Hit], floor: float) -> list[Hit]:
     none rather than the least unrelated notes (the hook would inject them into every
     prompt): the model's similarity above `floor` (its 0..1 scale, `semantic`), or at
     least LEXICAL_EVIDENCE of the query's words (IDF-weighted `coverage`). One common
-    word shared with a note that means something else is not evidence."""
+    word shared with a note that means something else is not evidence. A hit found only
+    through feedback (_with_feedback) is kept when the query has evidence elsewhere."""
     if floor <= 0:
         return hits
-    return [hit for hit in hits
-            if hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE]
+
+    def evident(hit: Hit) -> bool:
+        return hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE
+
+    if not any(evident(hit) for hit in hits if not hit.signals.get("feedback")):
+        return []
+    return [hit for hit in hits if hit.signals.get("feedback") or evident(hit)]
+
+
+def _linked(a: Note, b: Note) -> bool:
+    """`add` already judged them one subject: contested with each other, or one superseded by the other."""
+    return (b.link in a.contested_with or a.link in b.contested_with
+            or a.superseded_by == b.link or b.superseded_by == a.link)
 
 
 def _content_terms(note: Note) -> frozenset[str]:

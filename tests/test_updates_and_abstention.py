@@ -1,0 +1,165 @@
+"""Knowing what changed and saying nothing when nothing fits (issue 12), through the CLI
+and the API on real vaults: updates phrased differently supersede the older memory,
+non-updates on the same topic do not, a contested pair ranks the newer first, and
+recall, the UserPromptSubmit hook and `why` return nothing for what the vault does
+not hold. Tests about what the model finds run the real model."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from tests.test_claude_code import base, hook
+
+LATER = "2026-02-10T09:00:00"
+
+
+def add(run, text, now=None, namespace="work/infra"):
+    return run.json("add", text, "-n", namespace, now=now)
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("old, new", [
+    ("We use Jenkins for CI", "We use GitHub Actions for CI"),
+    ("Our CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
+    ("We use Terraform for infrastructure", "We use OpenTofu instead of Terraform for infrastructure"),
+    ("The platform team has 11 engineers", "The platform team grew to 14 engineers"),
+    ("Mochi gets her pill twice a day", "Mochi gets her pill once a day"),
+], ids=["tool", "moved-from-to", "instead-of", "figure-grew", "once-twice"])
+def test_an_update_phrased_differently_supersedes_the_older_memory(run, old, new):
+    older = add(run, old)
+    newer = add(run, new, now=LATER)
+    assert newer["superseded"] == [older["id"]]
+    assert run.json("show", older["id"])["status"] == "superseded"
+    hits = run.json("recall", old)
+    assert [h["id"] for h in hits] == [newer["id"]]  # the old value is history, not an answer
+    history = [h["id"] for h in run.json("recall", old, "--history")]
+    assert history.index(newer["id"]) < history.index(older["id"])
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("old, new", [
+    ("We use GitHub Actions for CI", "We use Sentry for error tracking"),
+    ("Alice speaks German", "Alice speaks French"),
+    ("Staging runs Postgres 16", "The analytics database runs ClickHouse"),
+    ("Database backups are kept for 30 days", "Application logs are kept for 14 days"),
+], ids=["other-role", "additive", "other-database", "other-retention"])
+def test_a_non_update_on_the_same_topic_leaves_both_active(run, old, new):
+    older = add(run, old)
+    newer = add(run, new, now=LATER)
+    assert newer["superseded"] == [] and run.json("show", older["id"])["status"] == "active"
+
+
+def test_without_the_model_a_difference_is_never_a_contradiction(run, vault_dir, monkeypatch):
+    monkeypatch.setenv("VAULTMEM_MODEL", str(vault_dir / "no-such-model"))
+    older = add(run, "We use Jenkins for CI")
+    newer = add(run, "We use GitHub Actions for CI", now=LATER)
+    assert newer["superseded"] == [] and newer["contested"] == []
+    assert run.json("show", older["id"])["status"] == "active"
+
+
+@pytest.mark.real_model
+def test_a_contested_pair_ranks_the_newer_memory_first(vault):
+    older = vault.add("We have 11 engineers on the platform team", "work")
+    newer = vault.add("We probably have around 15 engineers on the platform team now", "work",
+                      created=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    assert newer.contested == (older.note.id,)  # hedged: not a clean update
+    hits = vault.recall("how many engineers does the platform team have", k=5)
+    ids = [h.note.id for h in hits]
+    assert ids.index(newer.note.id) < ids.index(older.note.id)
+
+
+# ---------------------------------------------------------------- abstention
+
+MEMORIES = [
+    "Staging runs Postgres 16 on port 5433",
+    "Priya owns the on-call rotation and publishes it every Monday",
+    "Production deploys happen on Tuesdays and Thursdays after 14:00",
+    "The public API allows 100 requests per minute per token",
+]
+
+
+@pytest.fixture
+def filled(run):
+    return [add(run, text)["id"] for text in MEMORIES]
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("question", ["what happened in the last minute of the football match",
+                                      "my grandmother's Monday soup recipe", "a poem about the port of Marseille"])
+def test_a_question_the_vault_cannot_answer_gets_nothing_and_min_score_0_shows_the_candidates(run, filled, question):
+    assert run.json("recall", question) == []
+    assert "no matching memories" in run("recall", question).stdout
+    assert run.json("recall", question, "--min-score", "0")  # one shared word: the least unrelated, on request
+
+
+@pytest.mark.real_model
+def test_a_paraphrase_keeps_its_answer_under_the_floor(run, filled):
+    assert run.json("recall", "who is responsible for the pager schedule")[0]["id"] == filled[1]
+    assert run.json("recall", "what port does the pre-production database listen on")[0]["id"] == filled[0]
+
+
+def test_min_score_from_config_applies_and_the_flag_overrides_it(run, filled, vault_dir):
+    config = vault_dir / ".vaultmem" / "config.yaml"
+    config.write_text(config.read_text().replace("min_score: auto", "min_score: 1.0"))
+    assert run.json("recall", "postgres staging port") != []  # its words are there: evidence enough
+    assert run.json("recall", "who painted the rotation of the earth") == []
+    assert run.json("recall", "who painted the rotation of the earth", "--min-score", "0") != []
+
+
+@pytest.mark.parametrize("value", ["high", "1.5", "-0.1", "true"])
+def test_a_bad_min_score_in_config_is_a_clear_error(run, vault_dir, value):
+    config = vault_dir / ".vaultmem" / "config.yaml"
+    config.write_text(config.read_text().replace("min_score: auto", f"min_score: {value}"))
+    result = run("recall", "anything", expect=2)
+    assert "recall.min_score" in result.output and "number from 0 to 1, or auto" in result.output
+
+
+def test_min_score_out_of_range_on_the_command_line_is_bad_usage(run):
+    assert "--min-score" in run("recall", "x", "--min-score", "2", expect=2).output
+
+
+@pytest.mark.real_model
+def test_the_prompt_hook_injects_nothing_when_nothing_is_relevant(run, filled, vault_dir, tmp_path):
+    slow_machine = {"VAULTMEM_HOOK_BUDGET": "60"}  # the real model loads in each hook process
+    quiet = hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="my grandmother's Monday soup recipe"),
+                 vault_dir, **slow_machine)
+    assert quiet.stdout == ""
+    answered = hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="who runs the on-call rotation?"),
+                    vault_dir, **slow_machine)
+    assert filled[1] in json.loads(answered.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.real_model
+def test_why_a_claim_nobody_made_is_not_found(run, filled):
+    result = run("why", "the office parking costs twenty euros a day", expect=1)
+    assert "none matching" in result.output
+    assert run.json("why", "who owns the on-call rotation")["id"] == filled[1]
+
+
+def test_a_skill_is_embedded_by_its_title_and_trigger_and_found_by_any_word(vault):
+    from vaultmem.search.engine import embed_text
+
+    added = vault.learn("Restore the database", "When data was lost in production",
+                        "1. Stop writes 2. Pick a snapshot from S3 3. Restore into a new instance",
+                        "Production reads the restored data", "Never restore over the damaged instance", "work")
+    text = embed_text(added.note)
+    assert "Restore the database" in text and "data was lost" in text and "snapshot" not in text
+    assert [h.note.id for h in vault.recall("snapshot S3 instance")] == [added.note.id]  # BM25 has every section
+
+
+def test_a_hit_found_through_feedback_stands_or_falls_with_the_query_evidence(vault):
+    from vaultmem.search.engine import Hit, above_floor
+
+    note = vault.add("Staging runs Postgres 16", "work").note
+
+    def hit(name, **signals):
+        return Hit(note, 0.5, name, signals)
+
+    evident, related = hit("a", semantic=0.3), hit("b", semantic=0.0, feedback=True)
+    assert above_floor([evident, related], 0.02) == [evident, related]
+    assert above_floor([hit("c", semantic=0.01), related], 0.02) == []  # nothing else relevant: nothing
+    assert above_floor([hit("d", coverage=0.5)], 0.02) != []  # half the query's words are evidence
+    assert above_floor([hit("e", semantic=0.0)], 0.0) != []  # floor 0: every candidate
