@@ -150,7 +150,7 @@ def test_a_skill_is_embedded_by_its_title_and_trigger_and_found_by_any_word(vaul
     assert [h.note.id for h in vault.recall("snapshot S3 instance")] == [added.note.id]  # BM25 has every section
 
 
-def test_a_hit_found_through_feedback_stands_or_falls_with_the_query_evidence(vault):
+def test_evidence_is_the_model_above_its_floor_or_enough_of_the_query_words(vault):
     from vaultmem.search.engine import Hit, above_floor
 
     note = vault.add("Staging runs Postgres 16", "work").note
@@ -158,8 +158,7 @@ def test_a_hit_found_through_feedback_stands_or_falls_with_the_query_evidence(va
     def hit(name, **signals):
         return Hit(note, 0.5, name, signals)
 
-    evident, related = hit("a", semantic=0.3), hit("b", semantic=0.0, feedback=True)
-    assert above_floor([evident, related], 0.02) == [evident, related]
-    assert above_floor([hit("c", semantic=0.01), related], 0.02) == []  # nothing else relevant: nothing
-    assert above_floor([hit("d", coverage=0.5)], 0.02) != []  # half the query's words are evidence
-    assert above_floor([hit("e", semantic=0.0)], 0.0) != []  # floor 0: every candidate
+    assert [h.label for h in above_floor([hit("a", semantic=0.3), hit("b", semantic=0.01, coverage=0.2)], 0.02)] \
+        == ["a"]
+    assert above_floor([hit("c", semantic=0.0, coverage=0.5)], 0.02) != []  # half the query's words are evidence
+    assert above_floor([hit("d", semantic=0.0)], 0.0) != []  # floor 0: every candidate

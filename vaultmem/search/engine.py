@@ -27,6 +27,11 @@ Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
 dragging the stronger one down: a note that ranks 1st lexically on one word
 and a note that matches the query's meaning are not equals.
 
+A hit must then show evidence of relevance (`above_floor`): the model's similarity
+above its calibrated `min_score`, or LEXICAL_EVIDENCE of the query's words; so a
+question about nothing in the vault returns nothing (`recall.min_score`,
+`--min-score`).
+
 Then newer beats older: when two results are on the same subject (same
 namespace, and cosine >= 0.9, or cosine >= 0.65 with at least 60% of the
 shorter note's content words shared), the newer one is placed above the
@@ -67,10 +72,6 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
 LEXICAL_BATCH = 200
 TIME_WINDOW_BOOST = 1.25
-# Pseudo-relevance feedback (_with_feedback): the query plus this weight times the mean
-# vector of its best PRF_DOCS first-round hits (Rocchio's usual beta and depth).
-PRF_DOCS = 3
-PRF_WEIGHT = 0.5
 # Abstention (above_floor): a hit holding this share of the query's words is evidence
 # whatever the model says; the semantic floor is the model's `min_score`.
 LEXICAL_EVIDENCE = 0.4
@@ -389,39 +390,12 @@ class RecallEngine:
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
-        if cosines and os.environ.get("VAULTMEM_PRF", "1") != "0":
-            fused = self._with_feedback(query_vector, fused, lexical_paths, cosines, mask, limit, floor, notes, now,
-                                        intent)
         fused = self._newer_first(fused, notes, intent)
         hits = []
         for path, score, signals in fused[:top_k]:
             note = notes[path]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
-
-    def _with_feedback(self, query_vector, fused, lexical_paths, cosines, mask, limit, floor, notes, now, intent):
-        """Pseudo-relevance feedback (Rocchio): the query moved toward its best first-round
-        hits finds notes that answer with other words (a question whose evidence is spread
-        over several memories). Ranking only: the signals a hit is judged by (cosine,
-        semantic, relevance: abstention, --explain) stay those of the query itself."""
-        rows = [row for path, _s, _sig in fused[:PRF_DOCS] if (row := self._view.row(path)) is not None]
-        if not rows:
-            return fused
-        moved = query_vector + PRF_WEIGHT * np.mean([self.vectors.vector(r) for r in rows], axis=0)
-        moved = moved / max(float(np.linalg.norm(moved)), 1e-12)
-        second = self._cosines(moved, mask, limit, [*cosines, *(p for p, _s, _c in lexical_paths)], floor)
-        extra = [p for p in second if p not in notes]
-        if extra:
-            notes.update(self.vault.catalog().at(extra))
-        reranked = fuse(lexical_paths, second, floor, notes, now, self.vault.config, intent)
-        first = {path: signals for path, _score, signals in fused}
-        out = []
-        for path, score, signals in reranked:
-            if path in first:
-                out.append((path, score, first[path]))
-            else:  # found through the hits above it: it stands or falls with them (above_floor)
-                out.append((path, score, {**signals, "feedback": True}))
-        return out
 
     def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf")) -> dict[str, float]:
         """Cosine to `vector` of the `limit` nearest allowed notes (those at or above
@@ -626,17 +600,11 @@ def above_floor(hits: list[Hit], floor: float) -> list[Hit]:
     none rather than the least unrelated notes (the hook would inject them into every
     prompt): the model's similarity above `floor` (its 0..1 scale, `semantic`), or at
     least LEXICAL_EVIDENCE of the query's words (IDF-weighted `coverage`). One common
-    word shared with a note that means something else is not evidence. A hit found only
-    through feedback (_with_feedback) is kept when the query has evidence elsewhere."""
+    word shared with a note that means something else is not evidence."""
     if floor <= 0:
         return hits
-
-    def evident(hit: Hit) -> bool:
-        return hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE
-
-    if not any(evident(hit) for hit in hits if not hit.signals.get("feedback")):
-        return []
-    return [hit for hit in hits if hit.signals.get("feedback") or evident(hit)]
+    return [hit for hit in hits
+            if hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE]
 
 
 def _linked(a: Note, b: Note) -> bool:
