@@ -77,9 +77,9 @@ export class PythonFsrs extends FSRSAlgorithm {
     if (g >= FsrsRating.Hard) increase = Math.max(increase, 1.0);
     return Math.max(s * increase, S_MIN);
   }
-  override next_interval(s: number, _elapsed: number): number {
+  override next_interval(s: number, _elapsed: number): ReturnType<FSRSAlgorithm["next_interval"]> {
     const days = roundHalfEven((s / this.factor) * (this.param.request_retention ** (1 / this.decay) - 1));
-    return Math.min(Math.max(days, 1), this.param.maximum_interval);
+    return Math.min(Math.max(days, 1), this.param.maximum_interval) as ReturnType<FSRSAlgorithm["next_interval"]>;
   }
   override forgetting_curve = (elapsed: number, s: number): number => (1 + (this.factor * elapsed) / s) ** this.decay;
   override next_state(state: { stability: number; difficulty: number } | null, t: number, g: number, r?: number): { stability: number; difficulty: number } {

@@ -219,7 +219,20 @@ def _case(rng: random.Random, index: int, workdir: Path) -> dict:
         if note_id is None:
             note_id = vault.read_note(rel).id
         at += timedelta(seconds=rng.choice(GAPS) + rng.randint(0, 59))
+    if kind != "archived" and index % 5 == 0:
+        case["moves"] = [_move(vault, note_id, "archive", at), _move(vault, note_id, "restore", at + timedelta(hours=2))]
     return case
+
+
+def _move(vault, note_id: str, op: str, at: datetime) -> dict:
+    """Archive or restore through the real Vault: where the note went, its text, the log lines."""
+    state = vault.root / ".vaultmem"
+    ledger_before, log_before = _read(state / "ledger.jsonl"), _read(state / "archive.jsonl")
+    os.environ["VAULTMEM_NOW"] = _stamp(at)
+    note = vault.archive(note_id) if op == "archive" else vault.restore(note_id)
+    return {"op": op, "at": _stamp(at), "path": note.path, "note": _read(vault.root / note.path),
+            "ledger_appended": _read(state / "ledger.jsonl")[len(ledger_before):],
+            "archive_appended": _read(state / "archive.jsonl")[len(log_before):]}
 
 
 def _grade(vault, note_id: str, rel: str, rating: str, at: datetime, session: str, project: str) -> dict:
