@@ -53,7 +53,8 @@ HANDWRITTEN = (
     ("memories/work/Plain note.md", "Staging runs Postgres 16 on port 5433.{nl}"),
     ("memories/Loose thought.md", "---{nl}tags: [db, infra]{nl}---{nl}The cache is warmed at 6am.{nl}"),
     ("memories/work/infra/Partial.md",
-     "---{nl}id: hand01{nl}namespace: work/infra{nl}# kept comment{nl}owner: alice{nl}---{nl}Deploys freeze on Friday.{nl}"),
+     "---{nl}id: hand01{nl}namespace: work/infra{nl}# kept comment{nl}owner: alice{nl}---{nl}"
+     "Deploys freeze on Friday.{nl}"),
     ("memories/home/Quoted.md",
      '---{nl}id: "quoted1"{nl}status: \'active\'{nl}tier: l2{nl}strength: "0.7"{nl}tags: "a, #b c"{nl}'
      'aliases:{nl}  - Q{nl}---{nl}# Heading{nl}{nl}Body with [[link]].{nl}'),
@@ -84,7 +85,8 @@ HANDWRITTEN = (
     ("memories/odd/Ünïcode café.md", "---{nl}tags:{nl}- ü{nl}- 東京{nl}---{nl}Café in Tōkyō, naïve façade.{nl}"),
     ("memories/odd/trailing.md", "---  {nl}id: trail1{nl}strength: 0.50000{nl}reps: 0{nl}---{nl}No newline at the end"),
     ("memories/odd/Never reviewed.md",
-     "---{nl}id: never1{nl}state: review{nl}stability: 4.5{nl}difficulty: 6{nl}reps: 2{nl}---{nl}A card without a last review.{nl}"),
+     "---{nl}id: never1{nl}state: review{nl}stability: 4.5{nl}difficulty: 6{nl}reps: 2{nl}---{nl}"
+     "A card without a last review.{nl}"),
     ("memories/odd/Numbers.md",
      "---{nl}id: num1{nl}stability: 2.30650{nl}difficulty: 2.1181{nl}state: Learning{nl}step: 1.0{nl}"
      "reps: 1{nl}last_review: 2026-01-05T08:55:00{nl}due: 2026-01-05T09:05:00{nl}---{nl}Numbers written loosely.{nl}"),
@@ -220,7 +222,8 @@ def _case(rng: random.Random, index: int, workdir: Path) -> dict:
             note_id = vault.read_note(rel).id
         at += timedelta(seconds=rng.choice(GAPS) + rng.randint(0, 59))
     if kind != "archived" and index % 5 == 0:
-        case["moves"] = [_move(vault, note_id, "archive", at), _move(vault, note_id, "restore", at + timedelta(hours=2))]
+        case["moves"] = [_move(vault, note_id, "archive", at),
+                         _move(vault, note_id, "restore", at + timedelta(hours=2))]
     return case
 
 
