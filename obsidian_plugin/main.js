@@ -8041,10 +8041,18 @@ async function archiveNote(io, path, now, reason = "manual") {
   const config = await loadConfig(io);
   const note = await readNote(io, path, config);
   const target = `${ARCHIVE_DIR}/${path}`;
-  await io.move(path, target);
-  const done = await rewrite(io, target, config, now, "archive", () => ({ status: "archived" }), { reason }, path);
+  const done = await moved(io, path, target, () => rewrite(io, target, config, now, "archive", () => ({ status: "archived" }), { reason }, path));
   await io.append(ARCHIVE_LOG, pyJson({ op: "archive", id: note.id, from: path, to: target, reason, time: formatStamp(now), text: done.base }) + "\n");
   return done.after;
+}
+async function moved(io, from, to, change) {
+  await io.move(from, to);
+  try {
+    return await change();
+  } catch (error) {
+    await io.move(to, from);
+    throw error;
+  }
 }
 function canRestore(note) {
   return note.path.startsWith(ARCHIVE_DIR + "/") || ["suspended", "archived", "stale"].includes(note.status);
@@ -8055,8 +8063,7 @@ async function restoreNote(io, path, now) {
   const changes = { status: "active", updated: now, decayed: now };
   if (path.startsWith(ARCHIVE_DIR + "/")) {
     const target = path.slice(ARCHIVE_DIR.length + 1);
-    await io.move(path, target);
-    const done2 = await rewrite(io, target, config, now, "restore", () => changes, null, path);
+    const done2 = await moved(io, path, target, () => rewrite(io, target, config, now, "restore", () => changes, null, path));
     await io.append(ARCHIVE_LOG, pyJson({ op: "restore", id: note.id, from: path, to: target, time: formatStamp(now) }) + "\n");
     return done2.after;
   }

@@ -114,10 +114,20 @@ export async function archiveNote(io: VaultIO, path: string, now: number, reason
   const config = await loadConfig(io);
   const note = await readNote(io, path, config);
   const target = `${ARCHIVE_DIR}/${path}`;
-  await io.move(path, target);
-  const done = await rewrite(io, target, config, now, "archive", () => ({ status: "archived" }), { reason }, path);
+  const done = await moved(io, path, target, () => rewrite(io, target, config, now, "archive", () => ({ status: "archived" }), { reason }, path));
   await io.append(ARCHIVE_LOG, pyJson({ op: "archive", id: note.id, from: path, to: target, reason, time: formatStamp(now), text: done.base }) + "\n");
   return done.after;
+}
+
+/** Move a note, then change it where it is; if the change fails, the note goes back where it was (vault.py's `_move`). */
+async function moved(io: VaultIO, from: string, to: string, change: () => Promise<Rewritten>): Promise<Rewritten> {
+  await io.move(from, to);
+  try {
+    return await change();
+  } catch (error) {
+    await io.move(to, from);
+    throw error;
+  }
 }
 
 /** Whether `restore` means something for this note: archived, or a suspended leech, or stale. */
@@ -132,8 +142,7 @@ export async function restoreNote(io: VaultIO, path: string, now: number): Promi
   const changes = { status: "active", updated: now, decayed: now };
   if (path.startsWith(ARCHIVE_DIR + "/")) {
     const target = path.slice(ARCHIVE_DIR.length + 1);
-    await io.move(path, target);
-    const done = await rewrite(io, target, config, now, "restore", () => changes, null, path);
+    const done = await moved(io, path, target, () => rewrite(io, target, config, now, "restore", () => changes, null, path));
     await io.append(ARCHIVE_LOG, pyJson({ op: "restore", id: note.id, from: path, to: target, time: formatStamp(now) }) + "\n");
     return done.after;
   }

@@ -150,3 +150,18 @@ describe("status bar and provenance", () => {
     expect(app.workspace.opened).toEqual(["old"]);
   });
 });
+
+describe("what cannot be written", () => {
+  it("leaves a note with broken properties where it is, and says why", async () => {
+    await mount({ "memories/work/broken.md": "---\nid: b1\nstrength: [1, 2]\n---\nBroken.\n" });
+    open("memories/work/broken.md");
+    expect(plugin.run("archive")).toBe(true);
+    await settle();
+    expect(app.vault.files.get("memories/work/broken.md")).toBe("---\nid: b1\nstrength: [1, 2]\n---\nBroken.\n");
+    expect(app.vault.files.has("archive/memories/work/broken.md")).toBe(false);
+    expect(plugin.run("grade-good")).toBe(true);
+    await settle();
+    expect(notices.join("\n")).toContain("property 'strength'");
+    expect(app.vault.files.has(LEDGER)).toBe(false);
+  });
+});
