@@ -68,6 +68,14 @@ def test_the_manifest_follows_community_plugin_conventions():
     assert 'require("fs")' not in main and "child_process" not in main
 
 
+def _closed(vault: Vault, use):
+    """Use a vault, then close its catalog (the suite runs long: no file descriptor left open)."""
+    try:
+        return use(vault)
+    finally:
+        vault.forget_catalog()
+
+
 def _node_grade(root: Path, rel: str, act: str, now: str, tmp_path: Path) -> subprocess.CompletedProcess:
     script = tmp_path / "fs-grade.cjs"
     if not script.exists():
@@ -83,22 +91,21 @@ def _node_grade(root: Path, rel: str, act: str, now: str, tmp_path: Path) -> sub
                     reason="needs Node and `npm ci` in obsidian_plugin/ (make test does both)")
 def test_a_grade_by_the_plugin_leaves_the_bytes_of_vaultmem_grade(tmp_path, monkeypatch):
     cli_vault, plugin_vault = tmp_path / "cli", tmp_path / "plugin"
-    vault = Vault.open(cli_vault, create=True)
-    notes = [vault.add(text, namespace="work").note for text in (
-        "Staging runs Postgres 16 on port 5433.", "Deploys freeze on Friday afternoons.")]
+    notes = _closed(Vault.open(cli_vault, create=True), lambda v: [v.add(text, namespace="work").note for text in (
+        "Staging runs Postgres 16 on port 5433.", "Deploys freeze on Friday afternoons.")])
     shutil.copytree(cli_vault, plugin_vault)
     monkeypatch.setenv("VAULTMEM_PROJECT", "agent-vault")
     plan = [(notes[0], "good", "2026-01-05T09:20:00"), (notes[0], "hard", "2026-01-06T09:10:00"),
             (notes[1], "again", "2026-01-06T09:10:00"), (notes[0], "easy", "2026-01-20T18:00:00")]
     for note, rating, now in plan:
         monkeypatch.setenv("VAULTMEM_NOW", now)
-        invoke("--vault", str(cli_vault), "grade", note.id, rating)
+        _closed(Vault(cli_vault), lambda v: v.grade(note.id, rating))  # what `vaultmem grade` runs
         done = _node_grade(plugin_vault, note.path, rating, now, tmp_path)
         assert done.returncode == 0, done.stderr
         for rel in (note.path, ".vaultmem/ledger.jsonl", ".vaultmem/reviews.jsonl"):
             assert (plugin_vault / rel).read_bytes() == (cli_vault / rel).read_bytes(), f"{rel} after {rating} at {now}"
-    verify = json.loads(invoke("--vault", str(plugin_vault), "verify", "--strict", "--json").stdout)
-    assert verify["notes"] == 2 and not (verify["breaks"] or verify["changes"] or verify["torn"])
+    verify = _closed(Vault(plugin_vault), lambda v: v.verify(record=False))  # `vaultmem verify --strict`
+    assert verify["notes"] == 2 and not (verify["breaks"] or verify["changes"] or verify["torn"] or verify["tampering"])
 
 
 @pytest.mark.slow
@@ -106,8 +113,8 @@ def test_a_grade_by_the_plugin_leaves_the_bytes_of_vaultmem_grade(tmp_path, monk
                     reason="needs Node and `npm ci` in obsidian_plugin/ (make test does both)")
 def test_git_diff_after_a_plugin_grade_shows_only_the_scheduling_lines(tmp_path, monkeypatch):
     root = tmp_path / "vault"
-    vault = Vault.open(root, create=True)
-    note = vault.add("The API rate limit is 600 requests a minute.", namespace="work").note
+    note = _closed(Vault.open(root, create=True),
+                   lambda v: v.add("The API rate limit is 600 requests a minute.", namespace="work").note)
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@t")
     subprocess.run(["git", "init", "-q"], cwd=root, check=True, env=env)
@@ -119,5 +126,5 @@ def test_git_diff_after_a_plugin_grade_shows_only_the_scheduling_lines(tmp_path,
     changed = {line[1:].split(":")[0] for line in diff.splitlines()
                if line[:1] in "+-" and not line.startswith(("+++", "---"))}
     assert changed and changed <= {"stability", "difficulty", "due", "last_review", "reps", "updated"}, diff
-    verify = json.loads(invoke("--vault", str(root), "verify", "--strict", "--json").stdout)
-    assert not (verify["breaks"] or verify["changes"] or verify["torn"])
+    verify = _closed(Vault(root), lambda v: v.verify(record=False))
+    assert not (verify["breaks"] or verify["changes"] or verify["torn"] or verify["tampering"])
