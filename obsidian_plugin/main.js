@@ -8135,9 +8135,9 @@ var ReviewView = class extends import_obsidian2.ItemView {
       }
     }
   }
-  async grade(note, rating) {
-    await this.plugin.grade(note.path, rating);
-    await this.refresh();
+  /** Grade from the queue; the plugin refreshes every open view after the write. */
+  grade(note, rating) {
+    return this.plugin.grade(note.path, rating);
   }
 };
 var ProvenanceView = class extends import_obsidian2.ItemView {
@@ -8254,6 +8254,8 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
     this.reviewLimit = 20;
     /** The clock, in seconds (a parameter so tests and screenshots can pin it). */
     this.now = () => Math.floor(Date.now() / 1e3);
+    this.writes = Promise.resolve();
+    this.refreshing = Promise.resolve();
   }
   async onload() {
     this.io = new ObsidianIO(this.app);
@@ -8319,14 +8321,25 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
   openNote(path) {
     void this.app.workspace.openLinkText(path, "");
   }
-  async act(action, done) {
-    try {
-      const note = await action();
-      new import_obsidian3.Notice(`vaultmem: ${note.id} ${done}`);
-    } catch (error) {
-      new import_obsidian3.Notice(`vaultmem: ${error.message}`);
-    }
-    await this.refreshAll();
+  /** One write at a time (two quick grades must not both chain from the same ledger tip), then a refresh. */
+  act(action, done) {
+    const run = async () => {
+      try {
+        const note = await action();
+        new import_obsidian3.Notice(`vaultmem: ${note.id} ${done}`);
+      } catch (error) {
+        new import_obsidian3.Notice(`vaultmem: ${error.message}`);
+      }
+      await this.refreshAll();
+    };
+    const next = this.writes.then(run);
+    this.writes = next;
+    return next;
+  }
+  /** Resolves once every write started so far, and the refresh after it, is done. */
+  async idle() {
+    await this.writes;
+    await this.refreshing;
   }
   /** Grade the note at `path` as `vaultmem grade` would, from the project of this vault. */
   async grade(path, rating) {
@@ -8380,11 +8393,16 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
     const r = retrievability(note, this.now(), config);
     this.statusEl.textContent = `strength ${note.strength.toFixed(2)} \xB7 R ${r === null ? "\u2013" : `${Math.round(r * 100)}%`} \xB7 due ${formatStamp(note.due).slice(0, 10)} \xB7 ${note.tier}`;
   }
-  async refreshAll() {
-    await this.refreshStatus();
-    for (const type of [REVIEW_VIEW, PROVENANCE_VIEW]) {
-      for (const leaf of this.app.workspace.getLeavesOfType(type)) await leaf.view.refresh();
-    }
+  refreshAll() {
+    const run = async () => {
+      await this.refreshStatus();
+      for (const type of [REVIEW_VIEW, PROVENANCE_VIEW]) {
+        for (const leaf of this.app.workspace.getLeavesOfType(type)) await leaf.view.refresh();
+      }
+    };
+    const next = this.refreshing.then(run, run);
+    this.refreshing = next.catch(() => void 0);
+    return next;
   }
 };
 var main_default = VaultmemPlugin;

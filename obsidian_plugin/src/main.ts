@@ -27,6 +27,8 @@ export class VaultmemPlugin extends Plugin {
   reviewLimit = 20;
   /** The clock, in seconds (a parameter so tests and screenshots can pin it). */
   now: () => number = () => Math.floor(Date.now() / 1000);
+  private writes: Promise<unknown> = Promise.resolve();
+  private refreshing: Promise<unknown> = Promise.resolve();
 
   async onload(): Promise<void> {
     this.io = new ObsidianIO(this.app);
@@ -89,14 +91,26 @@ export class VaultmemPlugin extends Plugin {
     void this.app.workspace.openLinkText(path, "");
   }
 
-  private async act(action: () => Promise<Note>, done: string): Promise<void> {
-    try {
-      const note = await action();
-      new Notice(`vaultmem: ${note.id} ${done}`);
-    } catch (error) {
-      new Notice(`vaultmem: ${(error as Error).message}`);
-    }
-    await this.refreshAll();
+  /** One write at a time (two quick grades must not both chain from the same ledger tip), then a refresh. */
+  private act(action: () => Promise<Note>, done: string): Promise<void> {
+    const run = async () => {
+      try {
+        const note = await action();
+        new Notice(`vaultmem: ${note.id} ${done}`);
+      } catch (error) {
+        new Notice(`vaultmem: ${(error as Error).message}`);
+      }
+      await this.refreshAll();
+    };
+    const next = this.writes.then(run);
+    this.writes = next;
+    return next;
+  }
+
+  /** Resolves once every write started so far, and the refresh after it, is done. */
+  async idle(): Promise<void> {
+    await this.writes;
+    await this.refreshing;
   }
 
   /** Grade the note at `path` as `vaultmem grade` would, from the project of this vault. */
@@ -156,11 +170,16 @@ export class VaultmemPlugin extends Plugin {
     this.statusEl.textContent = `strength ${note.strength.toFixed(2)} · R ${r === null ? "–" : `${Math.round(r * 100)}%`} · due ${formatStamp(note.due).slice(0, 10)} · ${note.tier}`;
   }
 
-  async refreshAll(): Promise<void> {
-    await this.refreshStatus();
-    for (const type of [REVIEW_VIEW, PROVENANCE_VIEW]) {
-      for (const leaf of this.app.workspace.getLeavesOfType(type)) await (leaf.view as ReviewView | ProvenanceView).refresh();
-    }
+  refreshAll(): Promise<void> {
+    const run = async () => {
+      await this.refreshStatus();
+      for (const type of [REVIEW_VIEW, PROVENANCE_VIEW]) {
+        for (const leaf of this.app.workspace.getLeavesOfType(type)) await (leaf.view as ReviewView | ProvenanceView).refresh();
+      }
+    };
+    const next = this.refreshing.then(run, run);
+    this.refreshing = next.catch(() => undefined);
+    return next;
   }
 }
 

@@ -75,9 +75,9 @@ export class ReviewView extends ItemView {
     }
   }
 
-  async grade(note: Note, rating: Rating): Promise<void> {
-    await this.plugin.grade(note.path, rating);
-    await this.refresh();
+  /** Grade from the queue; the plugin refreshes every open view after the write. */
+  grade(note: Note, rating: Rating): Promise<void> {
+    return this.plugin.grade(note.path, rating);
   }
 }
 

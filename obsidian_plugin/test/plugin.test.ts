@@ -39,7 +39,8 @@ function open(path: string): void {
 }
 
 async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  await plugin.idle();
 }
 
 beforeEach(async () => {
@@ -115,6 +116,17 @@ describe("review view", () => {
     }
     expect(ids()).toEqual([]); // easy graduates a new card and pushes a review days out
     expect(document.querySelector(".vaultmem-empty")!.textContent).toContain("Nothing is due");
+  });
+
+  it("writes one grade at a time: quick clicks on two notes keep the ledger a chain", async () => {
+    await plugin.openView(REVIEW_VIEW);
+    document.querySelector<HTMLButtonElement>('[data-id="weak1"] .vaultmem-grade-hard')!.click();
+    document.querySelector<HTMLButtonElement>('[data-id="fade1"] .vaultmem-grade-again')!.click();
+    await settle();
+    const ledger = app.vault.files.get(LEDGER)!.trim().split("\n").map((l) => JSON.parse(l));
+    expect(ledger.map((r) => [r.op, r.id])).toEqual([["external-edit", "weak1"], ["grade", "weak1"], ["external-edit", "fade1"], ["grade", "fade1"]]);
+    ledger.forEach((record, i) => expect(record.seq).toBe(i + 1));
+    for (let i = 1; i < ledger.length; i++) expect(ledger[i].prev).toBe(ledger[i - 1].hash);
   });
 
   it("says so when nothing is due", async () => {
