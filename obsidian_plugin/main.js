@@ -8093,6 +8093,7 @@ var ReviewView = class extends import_obsidian2.ItemView {
   constructor(leaf, plugin) {
     super(leaf);
     this.plugin = plugin;
+    this.generation = 0;
   }
   getViewType() {
     return REVIEW_VIEW;
@@ -8107,9 +8108,13 @@ var ReviewView = class extends import_obsidian2.ItemView {
     await this.refresh();
   }
   async refresh() {
-    const root = this.contentEl;
-    root.replaceChildren();
-    root.classList.add("vaultmem-review");
+    const root = document.createElement("div");
+    const generation = ++this.generation;
+    await this.render(root);
+    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+  async render(root) {
+    this.contentEl.classList.add("vaultmem-review");
     const now = this.plugin.now();
     const { notes, config } = await this.plugin.loadNotes();
     const due = dueForReview(notes, now, config).slice(0, this.plugin.reviewLimit);
@@ -8144,6 +8149,7 @@ var ProvenanceView = class extends import_obsidian2.ItemView {
   constructor(leaf, plugin) {
     super(leaf);
     this.plugin = plugin;
+    this.generation = 0;
   }
   getViewType() {
     return PROVENANCE_VIEW;
@@ -8158,9 +8164,13 @@ var ProvenanceView = class extends import_obsidian2.ItemView {
     await this.refresh();
   }
   async refresh() {
-    const root = this.contentEl;
-    root.replaceChildren();
-    root.classList.add("vaultmem-provenance");
+    const root = document.createElement("div");
+    const generation = ++this.generation;
+    await this.render(root);
+    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+  async render(root) {
+    this.contentEl.classList.add("vaultmem-provenance");
     const note = await this.plugin.activeNote();
     if (!note) {
       el(root, "p", "vaultmem-empty", "Open a vaultmem memory to see where it came from.");
@@ -8256,6 +8266,7 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
     this.now = () => Math.floor(Date.now() / 1e3);
     this.writes = Promise.resolve();
     this.refreshing = Promise.resolve();
+    this.refreshTimer = null;
   }
   async onload() {
     this.io = new ObsidianIO(this.app);
@@ -8297,8 +8308,18 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
       )
     });
     this.registerEvent(this.app.workspace.on("file-open", () => void this.refreshAll()));
-    this.registerEvent(this.app.metadataCache.on("changed", () => void this.refreshAll()));
-    await this.refreshStatus();
+    this.registerEvent(this.app.metadataCache.on("changed", () => this.refreshSoon()));
+    this.app.workspace.onLayoutReady(() => void this.refreshAll());
+  }
+  refreshSoon() {
+    if (this.refreshTimer !== null) window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => {
+      this.refreshTimer = null;
+      void this.refreshAll();
+    }, 500);
+  }
+  onunload() {
+    if (this.refreshTimer !== null) window.clearTimeout(this.refreshTimer);
   }
   frontmatter(file) {
     return this.app.metadataCache.getFileCache(file)?.frontmatter ?? {};

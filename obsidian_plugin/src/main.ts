@@ -62,8 +62,23 @@ export class VaultmemPlugin extends Plugin {
     });
 
     this.registerEvent(this.app.workspace.on("file-open", () => void this.refreshAll()));
-    this.registerEvent(this.app.metadataCache.on("changed", () => void this.refreshAll()));
-    await this.refreshStatus();
+    // Obsidian saves open notes every few seconds while one types: refresh once things are quiet.
+    this.registerEvent(this.app.metadataCache.on("changed", () => this.refreshSoon()));
+    this.app.workspace.onLayoutReady(() => void this.refreshAll());
+  }
+
+  private refreshTimer: number | null = null;
+
+  private refreshSoon(): void {
+    if (this.refreshTimer !== null) window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => {
+      this.refreshTimer = null;
+      void this.refreshAll();
+    }, 500);
+  }
+
+  onunload(): void {
+    if (this.refreshTimer !== null) window.clearTimeout(this.refreshTimer);
   }
 
   private frontmatter(file: TFile): Record<string, unknown> {

@@ -45,10 +45,17 @@ export class ReviewView extends ItemView {
     await this.refresh();
   }
 
+  private generation = 0;
+
   async refresh(): Promise<void> {
-    const root = this.contentEl;
-    root.replaceChildren();
-    root.classList.add("vaultmem-review");
+    const root = document.createElement("div"); // built aside, shown whole: two refreshes never interleave
+    const generation = ++this.generation;
+    await this.render(root);
+    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+
+  private async render(root: HTMLElement): Promise<void> {
+    this.contentEl.classList.add("vaultmem-review");
     const now = this.plugin.now();
     const { notes, config } = await this.plugin.loadNotes();
     const due = dueForReview(notes, now, config).slice(0, this.plugin.reviewLimit);
@@ -98,10 +105,17 @@ export class ProvenanceView extends ItemView {
     await this.refresh();
   }
 
+  private generation = 0;
+
   async refresh(): Promise<void> {
-    const root = this.contentEl;
-    root.replaceChildren();
-    root.classList.add("vaultmem-provenance");
+    const root = document.createElement("div"); // built aside, shown whole: two refreshes never interleave
+    const generation = ++this.generation;
+    await this.render(root);
+    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+
+  private async render(root: HTMLElement): Promise<void> {
+    this.contentEl.classList.add("vaultmem-provenance");
     const note = await this.plugin.activeNote();
     if (!note) {
       el(root, "p", "vaultmem-empty", "Open a vaultmem memory to see where it came from.");

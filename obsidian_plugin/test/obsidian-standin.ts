@@ -142,6 +142,9 @@ export class Workspace extends Events {
   active: TFile | null = null;
   opened: string[] = [];
   root: HTMLElement = document.createElement("div");
+  onLayoutReady(callback: () => void): void {
+    callback();
+  }
   getActiveFile(): TFile | null {
     return this.active;
   }
