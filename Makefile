@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test plugin bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,18 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/demo.sh demo-vault
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed plugin
 	$(BIN)/python -m pytest -q
 
+# The Obsidian plugin: install its pinned packages, build, test; fail when the shipped
+# bundle (obsidian_plugin/main.js) or the cross-language vectors are stale.
+plugin: $(VENV)/.installed
+	cp obsidian_plugin/main.js obsidian_plugin/.main.js.shipped
+	cd obsidian_plugin && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+	@cmp -s obsidian_plugin/main.js obsidian_plugin/.main.js.shipped || { rm -f obsidian_plugin/.main.js.shipped; \
+		echo "obsidian_plugin/main.js is stale: the source builds a different bundle; commit the rebuilt main.js"; exit 1; }
+	rm -f obsidian_plugin/.main.js.shipped
+	$(BIN)/python -m vaultmem.integrations.obsidian_vectors --check
+
 clean:
-	rm -rf $(VENV) demo-vault
+	rm -rf $(VENV) demo-vault obsidian_plugin/node_modules

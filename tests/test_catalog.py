@@ -149,3 +149,86 @@ def test_a_pickle_planted_as_the_vector_file_never_runs(vault_dir, tmp_path):
     found = run_process("--vault", str(vault_dir), "recall", "deploy approvals", "--json").stdout
     assert not marker.exists()
     assert "Deploys need two approvals" in found and '"cosine"' in found
+
+
+def test_vectors_are_kept_as_int8_and_an_older_float32_file_is_embedded_again(vault_dir):
+    """The vector file is an int8 .npy (a quarter of float32's disk); a float32 file left by
+    an older version is not misread: it is dropped and every text embedded again."""
+    import numpy as np
+
+    from .conftest import run_process
+
+    run_process("--vault", str(vault_dir), "add", "Deploys need two approvals", "-n", "work")
+    run_process("--vault", str(vault_dir), "recall", "deploy approvals")
+    vectors = next((vault_dir / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
+    stored = np.load(vectors, allow_pickle=False)
+    assert stored.dtype == np.int8 and stored.shape[0] == 1 and np.abs(stored).max() == 127
+    np.save(vectors, stored.astype(np.float32) / 127.0, allow_pickle=False)
+    found = run_process("--vault", str(vault_dir), "recall", "deploy approvals", "--json").stdout
+    assert "Deploys need two approvals" in found and '"cosine"' in found
+    assert np.load(vectors, allow_pickle=False).dtype == np.int8
+
+
+def test_int8_rows_keep_cosines_within_a_few_thousandths():
+    """Quantizing unit rows to int8 and reading them back changes a cosine by < 0.005."""
+    import numpy as np
+
+    from vaultmem.search.vectors import quantize
+
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(500, 384)).astype(np.float32)
+    rows[:, 7] += 3.0  # one dominant component, as sentence models give
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    back = quantize(rows).astype(np.float32)
+    back /= np.linalg.norm(back, axis=1, keepdims=True)
+    assert np.abs(rows[:50] @ rows.T - rows[:50] @ back.T).max() < 0.005
+
+
+def test_a_file_moved_away_while_its_folder_is_listed_does_not_hide_the_folder(vault_dir, monkeypatch):
+    """A note renamed out of a folder between the folder's listing and the stat of that
+    entry: the folder stays known (it used to be dropped, and every note in it with it,
+    until the next full check: grades of a note being moved failed with 'no note')."""
+    import os
+
+    from vaultmem.store import catalog as catalog_module
+
+    folder = vault_dir / "memories" / "work"
+    folder.mkdir(parents=True)
+    (folder / "stays.md").write_text("---\nid: stays\n---\nStays here.\n")
+    (folder / "moves.md").write_text("---\nid: moves\n---\nMoves away.\n")
+    real_scandir = os.scandir
+
+    class Listing:
+        def __init__(self, path):
+            self.entries = list(real_scandir(path))
+            if str(path).endswith("work"):
+                (folder / "moves.md").rename(vault_dir / "memories" / "moves.md")
+
+        def __enter__(self):
+            return iter(self.entries)
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(catalog_module.os, "scandir", Listing)
+    files, folders = catalog_module._scan(vault_dir)
+    assert "memories/work" in folders and "memories/work/stays.md" in files
+    assert "memories/work/moves.md" not in files
+
+
+def test_a_folder_changed_in_the_last_instant_is_listed_again_next_time(vault_dir):
+    """A folder whose mtime is younger than its clock tick may change again without its
+    mtime moving: it is recorded as unknown, so the next check lists it again."""
+    import os
+    import time
+
+    from vaultmem.store.catalog import _scan
+
+    fresh, settled = vault_dir / "memories" / "fresh", vault_dir / "memories" / "settled"
+    fresh.mkdir(parents=True)
+    settled.mkdir()
+    now = time.time_ns()
+    os.utime(fresh, ns=(now + 10**9, now + 10**9))  # changed "just now", however slow this machine is
+    os.utime(settled, ns=(now - 10**9, now - 10**9))
+    _files, folders = _scan(vault_dir)
+    assert folders["memories/fresh"] == -1 and folders["memories/settled"] == now - 10**9

@@ -56,11 +56,13 @@ def cli(vault_path, as_json, quiet):
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--obsidian", "with_obsidian", is_flag=True,
+              help="Also install and enable the Obsidian plugin (as `vaultmem obsidian install`).")
 @common
-def init(path, out, vault_path):
+def init(path, with_obsidian, out, vault_path):
     """Create a vault, or add what is missing to an existing (Obsidian) folder.
 
-    Example: vaultmem init ~/vaults/agent
+    Example: vaultmem init ~/vaults/agent --obsidian
     """
     from pathlib import Path
 
@@ -68,9 +70,16 @@ def init(path, out, vault_path):
 
     root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
-    out.emit({"vault": str(root), "added": added},
-             f"vault ready at {root}"
-             + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
+    data = {"vault": str(root), "added": added}
+    text = f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)")
+    if with_obsidian:
+        from vaultmem.integrations.obsidian import install
+
+        data["obsidian"] = install(root)
+        text += f"\nObsidian plugin installed in {data['obsidian']['plugin_dir']}; reload Obsidian to use it"
+    else:
+        text += f"\nto review and grade in Obsidian: vaultmem obsidian install {root}"
+    out.emit(data, text)
 
 
 @cli.command()
@@ -537,9 +546,9 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from vaultmem.cli import agents, trust  # noqa: E402 - their commands join the group defined above
+from vaultmem.cli import agents, obsidian, trust  # noqa: E402 - their commands join the group defined above
 
-for _command in (*agents.COMMANDS, *trust.COMMANDS):
+for _command in (*agents.COMMANDS, *trust.COMMANDS, *obsidian.COMMANDS):
     cli.add_command(_command)
 
 

@@ -61,6 +61,7 @@ from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_name
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
+from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
 CANDIDATES = 30
@@ -71,6 +72,7 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # An add's check matches up to this many new notes by hand before they go into
 # the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
 LEXICAL_BATCH = 200
+RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 TIME_WINDOW_BOOST = 1.25
 # Abstention (above_floor): a hit holding this share of the query's words is evidence
 # whatever the model says; the semantic floor is the model's `min_score`.
@@ -175,10 +177,26 @@ class RecallEngine:
             return None
         digest = text_hash(self.embedder.name, text)
         if digest not in self._recent:
-            if len(self._recent) > 256:
+            if len(self._recent) > RECENT_VECTORS:
                 self._recent.clear()
             self._recent[digest] = self.embedder.embed([text], kind="passage")[0]
         return self._recent[digest]
+
+    def embed_passages(self, texts: list[str]) -> None:
+        """Embed texts about to be added, in batches (add_many): each add's check and
+        its vector row then find them ready (embed_passage)."""
+        from vaultmem.search.vectors import EMBED_BATCH, text_hash
+
+        self._load_model()
+        if self.embedder is None or not texts:
+            return
+        if len(self._recent) + len(texts) > RECENT_VECTORS:
+            self._recent.clear()
+        todo = list(dict.fromkeys(t for t in texts if text_hash(self.embedder.name, t) not in self._recent))
+        for start in range(0, len(todo), EMBED_BATCH):
+            batch = todo[start:start + EMBED_BATCH]
+            for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
+                self._recent[text_hash(self.embedder.name, text)] = vector
 
     # ------------------------------------------------------------ keeping in step
 
@@ -679,7 +697,9 @@ def rebuild_indexes(vault) -> dict:
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
-    return engine_for(vault).sync(rebuild=True)
+    stats = engine_for(vault).sync(rebuild=True)
+    compact(vault.catalog(refresh=False).db)
+    return stats
 
 
 def recall(vault, query: str, top_k: int | None = None, namespace: str | None = None,
