@@ -82,7 +82,8 @@ def test_prompt_frames_every_memory_and_a_memory_holding_the_exact_closing_marke
 def test_recall_read_by_a_program_frames_memory_text(hostile, run):
     """An agent running `vaultmem recall` through a shell reads its plain output: framed."""
     _vault_dir, ids = hostile
-    text = run("recall", "staging developer mode instructions", "-k", "5").stdout
+    # Every candidate (--min-score 0): what is framed matters here, not how relevant it is.
+    text = run("recall", "staging developer mode instructions", "-k", "5", "--min-score", "0").stdout
     _before, inside, after = framed(text)
     assert sum(i in inside for i in ids) >= 2 and after == ""
     assert_no_live_tags(text)

@@ -16,6 +16,21 @@ from tests.test_claude_code import base, hook
 LATER = "2026-02-10T09:00:00"
 
 
+@pytest.fixture(autouse=True)
+def closed_engines():
+    """The suite runs in one long process: close what the engines of each test opened
+    (catalogs, index files), so later tests do not run out of file descriptors."""
+    import gc
+
+    from vaultmem.search import engine
+
+    before = set(engine._ENGINES)
+    yield
+    for key in [k for k in engine._ENGINES if k not in before]:
+        engine._ENGINES.pop(key).vault.forget_catalog()
+    gc.collect()
+
+
 def add(run, text, now=None, namespace="work/infra"):
     return run.json("add", text, "-n", namespace, now=now)
 
