@@ -177,3 +177,18 @@ def test_evidence_is_the_model_above_its_floor_or_enough_of_the_query_words(vaul
         == ["a"]
     assert above_floor([hit("c", semantic=0.0, coverage=0.5)], 0.02) != []  # half the query's words are evidence
     assert above_floor([hit("d", semantic=0.0)], 0.0) != []  # floor 0: every candidate
+
+
+def test_a_note_from_the_session_of_a_strong_hit_gains_a_tenth_of_its_score(vault):
+    from vaultmem.search.engine import with_session_context
+
+    day = datetime(2026, 1, 3, 18, 0, tzinfo=timezone.utc)
+    strong = vault.add("Caroline: I went to the LGBTQ support group yesterday", "chat", created=day).note
+    reply = vault.add("Melanie: That sounds powerful, how did it go?", "chat", created=day).note
+    later = datetime(2026, 2, 9, tzinfo=timezone.utc)
+    elsewhere = vault.add("Melanie: I painted a lake at sunrise", "chat", created=later).note
+    notes = {n.path: n for n in (strong, reply, elsewhere)}
+    fused = [(strong.path, 0.8, {}), (elsewhere.path, 0.35, {}), (reply.path, 0.3, {})]
+    ranked = with_session_context(fused, notes)
+    assert [p for p, _s, _sig in ranked] == [strong.path, reply.path, elsewhere.path]
+    assert dict((p, round(s, 3)) for p, s, _sig in ranked)[reply.path] == 0.38  # 0.3 + 0.1 * 0.8
