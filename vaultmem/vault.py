@@ -22,7 +22,7 @@ from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
 from vaultmem.core.model import TIERS, Note
-from vaultmem.core.note import parse, render, skill_body, slugify
+from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
@@ -40,6 +40,7 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (Vault.by_original_id)
 DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
 
 
@@ -203,7 +204,7 @@ class Vault:
 
     def get(self, note_id: str) -> Note:
         """The note with this id (or, for hand-written notes, this file name)."""
-        matches = self.find(note_id)
+        matches = self.find(note_id) or self.by_original_id(note_id)
         if not matches:
             problem = self.catalog().problem_of_stem(str(note_id).strip())
             if problem is not None:
@@ -235,10 +236,27 @@ class Vault:
                 return matches
         return [n for n in matches if (self.root / n.path).is_file()]
 
+    def by_original_id(self, old_id: str) -> list[Note]:
+        """Imported notes whose `original_id` (their id in the store they came from) is `old_id`,
+        so references kept elsewhere still resolve. Reads only the files that have one."""
+        old_id = str(old_id).strip()
+        found = []
+        for note in self.catalog().notes:
+            if ORIGINAL_ID not in note.present:
+                continue
+            try:
+                block, _body = split_frontmatter(read_text(self.root / note.path, self.config.max_note_bytes))
+                value = load_frontmatter(block or "", note.path).data.get(ORIGINAL_ID)
+            except (OSError, VaultmemError):
+                continue
+            if value is not None and str(value) == old_id:
+                found.append(note)
+        return found
+
     # ------------------------------------------------------------ writing
 
     def update_note(self, note_id: str, change: Callable[[Note], dict], op: str = "edit",
-                    detail: dict | None = None) -> tuple[Note, Note]:
+                    detail: dict | None = None, properties: dict | None = None) -> tuple[Note, Note]:
         """Apply `change(note) -> property changes` to the file as it is now.
 
         Holds the write lock; re-reads the file, and if it changes between the
@@ -256,7 +274,7 @@ class Vault:
                         raise
                     continue  # moved again while we looked: look again
                 try:
-                    before, after, _text = self._rewrite(found, change, op, detail)
+                    before, after, _text = self._rewrite(found, change, op, detail, properties=properties)
                     return before, after
                 except FileNotFoundError:
                     continue  # moved or deleted since we found it: find it again by its id
@@ -264,12 +282,12 @@ class Vault:
                             "nothing was written, try again")
 
     def _rewrite(self, found: Note, change: Callable[[Note], dict], op: str, detail: dict | None,
-                 moved_from: str | None = None) -> tuple[Note, Note, str]:
-        """Rewrite the file of `found` with `change`, on top of whatever a person saved
-        meanwhile (files.rewrite); record a hand edit first, then `op`. Returns the
-        note before and after, and the text the change was applied to."""
+                 moved_from: str | None = None, properties: dict | None = None) -> tuple[Note, Note, str]:
+        """Rewrite the file of `found` with `change` (and `properties` vaultmem does not
+        model), on top of whatever a person saved meanwhile (files.rewrite); record a hand
+        edit first, then `op`. Returns the note before and after, and the text the change was applied to."""
         rel = found.path
-        path, compute, decode, applied = self._job(found, change)
+        path, compute, decode, applied = self._job(found, change, properties)
         base, new_text = rewrite(path, compute, decode)
         before, after = applied[base]
         if new_text != base or moved_from:
@@ -516,7 +534,7 @@ class Vault:
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
-    def _job(self, found: Note, change: Callable[[Note], dict]):
+    def _job(self, found: Note, change: Callable[[Note], dict], properties: dict | None = None):
         """(path, compute, decode, applied) to rewrite `found` with `change` (files.rewrite);
         `applied` maps each text the change was applied to to (before, after)."""
         rel = found.path
@@ -529,7 +547,10 @@ class Vault:
                 raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
             after = replace(before, **change(before))
             applied[base] = (before, after)
-            new_text = render(after, base)
+            new_text = with_properties(render(after, base), properties or {}, rel)
+            if properties:
+                after = parse(new_text, rel, self.defaults_for(rel, path))
+                applied[base] = (before, after)
             if new_text != base:
                 self.check_size(rel, new_text)
             return new_text

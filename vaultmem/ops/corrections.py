@@ -192,3 +192,23 @@ def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
 
         vault.update_note(keep.id, settle, op="resolve", detail={"others": sorted(others), "both": both})
         return sorted(others)
+
+
+def supersede_pair(vault, old_id: str, new_id: str, reason: str = "superseded by hand",
+                   chain: bool = False) -> tuple[Note, Note]:
+    """`supersede OLD NEW` between two notes that exist: OLD is marked superseded by NEW and
+    NEW says what it supersedes (the links `correct` writes). Returns (old, new) after.
+    `chain`: NEW may itself be superseded (an imported chain a -> b -> c, linked link by link)."""
+    with vault.write_lock():
+        old, new = vault.get(old_id), vault.get(new_id)
+        if old.id == new.id:
+            raise BadInput(f"{old.id} cannot supersede itself")
+        if new.status == "superseded" and not chain:
+            raise BadInput(f"{new.id} is itself superseded by {new.superseded_by}; supersede with the newest")
+        if old.superseded_by and old.superseded_by != new.link:
+            raise BadInput(f"{old.id} is already superseded by {old.superseded_by}; only one note can supersede it")
+        old_after = supersede(vault, old.id, new, reason)
+        now = clock.now()
+        _before, new_after = vault.update_note(new.id, lambda n: {"supersedes": old.link, "updated": now},
+                                               op="edit", detail={"supersedes": old.id, "reason": reason})
+        return old_after, new_after
