@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 import fsrs
@@ -133,7 +133,7 @@ def test_a_second_import_of_the_same_store_changes_nothing(vault_dir, run, tmp_p
     run.json("import", str(store))
     before = {p: p.read_bytes() for p in vault_dir.rglob("*") if p.is_file() and ".vaultmem" not in p.parts}
     reviews = (vault_dir / ".vaultmem" / "reviews.jsonl").read_text()
-    again = run.json("import", str(store))
+    again = run.json("import", str(store), now="2026-01-06T10:00:00")
     assert again["counts"]["added"] == 0 and again["reviews"] == 0
     assert {p: p.read_bytes() for p in before} == before
     assert (vault_dir / ".vaultmem" / "reviews.jsonl").read_text() == reviews

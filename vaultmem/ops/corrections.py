@@ -205,6 +205,8 @@ def supersede_pair(vault, old_id: str, new_id: str, reason: str = "superseded by
             raise BadInput(f"{old.id} cannot supersede itself")
         if new.status == "superseded" and not chain:
             raise BadInput(f"{new.id} is itself superseded by {new.superseded_by}; supersede with the newest")
+        if old.status == "superseded" and old.superseded_by == new.link and new.supersedes == old.link:
+            return old, new  # already so: nothing to write
         if old.superseded_by and old.superseded_by != new.link:
             raise BadInput(f"{old.id} is already superseded by {old.superseded_by}; only one note can supersede it")
         old_after = supersede(vault, old.id, new, reason)

@@ -37,7 +37,8 @@ def keep_state(vault, note_id: str, record: Incoming, report) -> str:
     if extra.get("strength") is not None:
         changes["strength"] = round(min(1.0, max(config.strength_floor, float(extra["strength"]))), 4)
     elif extra.get("good_grades"):  # strength as vaultmem would have earned it from the same grades
-        changes["strength"] = round(min(1.0, config.strength_initial + config.strength_reward * extra["good_grades"]), 4)
+        earned = config.strength_initial + config.strength_reward * extra["good_grades"]
+        changes["strength"] = round(min(1.0, earned), 4)
     status = extra.get("status")
     if status in KEPT_STATUSES:
         changes["status"] = status

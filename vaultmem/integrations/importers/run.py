@@ -108,8 +108,9 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
             original = record.extra.get("original_id")
             if note_id and original not in (None, ""):
                 imported[str(original)] = note_id
-            chains += [(str(original), str(newer), record.source) for newer in _listed(record.extra.get("superseded_by"))]
-            chains += [(str(older), str(original), record.source) for older in _listed(record.extra.get("supersedes"))]
+            extra = record.extra
+            chains += [(str(original), newer, record.source) for newer in _listed(extra.get("superseded_by"))]
+            chains += [(older, str(original), record.source) for older in _listed(extra.get("supersedes"))]
     if not dry_run:
         report.chains = link_chains(vault, imported, chains, report)
     return report
