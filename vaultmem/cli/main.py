@@ -533,9 +533,11 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from vaultmem.cli import agents, trust  # noqa: E402 - their commands join the group defined above
+from vaultmem.cli import agents, seed, trust  # noqa: E402 - their commands join the group defined above
 
-for _command in (*agents.COMMANDS, *trust.COMMANDS):
+for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS):
+    cli.add_command(_command)
+for _command in seed.aliases(cli):
     cli.add_command(_command)
 
 
