@@ -144,6 +144,8 @@ def test_user_project_and_local_settings_paths(tmp_path, monkeypatch):
     assert local["Stop"][0][1]["command"].endswith(f"hook stop --vault {tmp_path / 'v'}")
     status = json.loads(invoke("hooks", "status", "--json", env={"CLAUDE_CONFIG_DIR": str(config)}).stdout)
     assert [sorted(f["hooks"]) for f in status["files"]] == [sorted(EVENTS)] * 3
+    documented = invoke("hooks", "status", "--claude-code", "--json", env={"CLAUDE_CONFIG_DIR": str(config)})
+    assert json.loads(documented.stdout) == status, "--claude-code is accepted, as the README writes it"
     invoke("hooks", "install", "--user", "--project", expect=2)
 
 

@@ -500,8 +500,7 @@ class Vault:
         self.screen_names(comment=comment, session=session, project=project)  # the review log keeps them
 
         def change(note: Note) -> dict:
-            if note.status == "archived":
-                raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+            _check_gradable(note)
             changes, record = schedule_grade(note, rating, now, self.config)
             records[:] = [record]
             if rating in ("good", "easy"):
@@ -519,8 +518,7 @@ class Vault:
         checked = []
         for note_id, rating in pairs:
             note = self.get(note_id)
-            if note.status == "archived":
-                raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+            _check_gradable(note)
             checked.append((note.id, parse_rating(rating)))
         with self.write_lock():
             return [self.grade(note_id, rating) for note_id, rating in checked]
@@ -787,6 +785,16 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _check_gradable(note: Note) -> None:
+    """Archived and suspended notes are out of the schedule until a person restores them:
+    grading a leech would quietly put a memory that kept being wrong back in use."""
+    if note.status == "archived":
+        raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+    if note.status == "suspended":
+        raise BadInput(f"{note.id} is suspended (a leech: graded wrong {note.lapses} times); "
+                       f"check it, fix its text if needed, then `vaultmem restore {note.id}` to grade it again")
 
 
 def _refusal(field: str, findings: list, fix: str):

@@ -206,11 +206,13 @@ def hooks_uninstall(claude_code, user, project, local, settings, dry_run, out, v
 
 
 @hooks.command(name="status")
+@click.option("--claude-code", "claude_code", is_flag=True, default=True,
+              help="Claude Code's settings (the only agent supported so far).")
 @common
-def hooks_status(out, vault_path):
+def hooks_status(claude_code, out, vault_path):
     """Which Claude Code settings files have vaultmem's hooks, and which are switched off.
 
-    Example: vaultmem hooks status --json
+    Example: vaultmem hooks status --claude-code --json
     """
     import os
 

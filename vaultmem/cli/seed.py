@@ -72,8 +72,8 @@ def skills(namespace, include_hidden, out, vault_path):
 
     vault = _vault(vault_path)
     now = clock_now()
-    found = sorted((n for n in vault.notes(include_hidden) if n.type == "skill" and in_namespace(n.namespace, namespace)),
-                   key=lambda n: (-n.strength, n.title))
+    found = [n for n in vault.notes(include_hidden) if n.type == "skill" and in_namespace(n.namespace, namespace)]
+    found.sort(key=lambda n: (-n.strength, n.title))
     rows = [[n.id, strength_bar(n.strength), f"{n.strength:.2f}", label(n, now, vault.config), n.namespace,
              _short(n.title, 50)] for n in found]
     human = _table(rows, ["ID", "STRENGTH", "", "LABEL", "NAMESPACE", "TITLE"]) if rows else "no skills yet"
