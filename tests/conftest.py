@@ -37,6 +37,7 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("VAULTMEM_NOW", T0)
     monkeypatch.setenv("VAULTMEM_AUTOWATCH", "off")  # tests that want the hook to start a watcher say so
+    monkeypatch.setenv("VAULTMEM_AUTODECAY", "off")  # ... or a background decay
 
 
 @pytest.fixture

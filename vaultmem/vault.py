@@ -668,11 +668,12 @@ class Vault:
 
         return [n for n, _r in due_for_review(self.notes(), clock.now(), self.config)[:limit]]
 
-    def prompt(self, max_tokens: int = 1500, namespace: str | None = None) -> PromptBlock:
-        """The context block for an agent's session start (prompt.py)."""
+    def prompt(self, max_tokens: int = 1500, namespace: str | None = None, core_only: bool = False) -> PromptBlock:
+        """The context block for an agent's session start (prompt.py); `core_only`: L2 and L3 only."""
         from vaultmem.core.prompt import prompt_lines, render_prompt
 
-        return render_prompt(prompt_lines(self.notes(), clock.now(), self.config, namespace), max_tokens)
+        lines = prompt_lines(self.notes(), clock.now(), self.config, namespace)
+        return render_prompt([line for line in lines if line.section == "core"] if core_only else lines, max_tokens)
 
     # ------------------------------------------------------------ corrections
 

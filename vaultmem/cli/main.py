@@ -380,8 +380,9 @@ def top(count, namespace, out, vault_path):
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(50), default=1500, show_default=True, help="Budget for the block.")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@click.option("--core-only", is_flag=True, help="Only the core: L3 and L2 memories.")
 @common
-def prompt(max_tokens, namespace, out, vault_path):
+def prompt(max_tokens, namespace, core_only, out, vault_path):
     """The block an agent hook injects: core memories (L3, L2), then the learning
     queue (new, learning), then the review queue, each line with id, namespace and
     label (new, learning, strong, fading, weak, contested), within --max-tokens.
@@ -391,7 +392,7 @@ def prompt(max_tokens, namespace, out, vault_path):
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    block = vault.prompt(max_tokens, namespace)
+    block = vault.prompt(max_tokens, namespace, core_only=core_only)
     out.emit(block.to_dict(clock_now(), vault.config), block.text or "no memories yet")
 
 
@@ -399,16 +400,23 @@ def prompt(max_tokens, namespace, out, vault_path):
 @click.option("--days", type=click.FloatRange(0), default=None,
               help="Mark stale what was untouched this many days (default: lifecycle.stale_after_days).")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--by", default="cli", hidden=True, help="Who runs it (schedule, session-start): kept with the stamp.")
 @common
-def decay(days, dry_run, out, vault_path):
+def decay(days, dry_run, by, out, vault_path):
     """Apply idle decay and the lifecycle: active -> stale -> archived.
+
+    `vaultmem schedule install` runs it daily; the SessionStart hook runs it in
+    the background when a day has passed since the last run.
 
     Example: vaultmem decay --dry-run
     """
+    from vaultmem.ops.upkeep import record_run
     from vaultmem.timefmt import format_datetime
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
+    if not dry_run:
+        record_run(vault, by, len(steps))
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
              "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}}
             for s in steps]
@@ -533,9 +541,9 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from vaultmem.cli import agents, seed, trust  # noqa: E402 - their commands join the group defined above
+from vaultmem.cli import agents, schedule, seed, trust  # noqa: E402 - their commands join the group defined above
 
-for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS):
+for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS, *schedule.COMMANDS):
     cli.add_command(_command)
 for _command in seed.aliases(cli):
     cli.add_command(_command)

@@ -69,6 +69,10 @@ HOOKS = (
     HookSpec("SessionEnd", "session-end", None, 30, 15.0, "VAULTMEM_HOOK_STOP"),
 )
 HOOK_NAMES = tuple(spec.name for spec in HOOKS)
+# Flags `vaultmem hook EVENT` takes (written by `hooks install`): `--core-only` makes SessionStart
+# inject only the core memories (L2, L3), not the learning and review queues of L0/L1 notes.
+CORE_ONLY = "--core-only"
+HOOK_OPTIONS = (CORE_ONLY,)
 
 
 def spec_for(event: str) -> HookSpec | None:
@@ -86,8 +90,9 @@ class _Run:
     """What one hook invocation knows: its input, environment, and the vault once opened."""
 
     def __init__(self, spec: HookSpec, payload: dict, env: Mapping[str, str], vault_path: str | None,
-                 check: CommandCheck | None = None):
+                 check: CommandCheck | None = None, options: frozenset[str] = frozenset()):
         self.spec = spec
+        self.options = options  # flags of the hook's command line (HOOK_OPTIONS)
         self.payload = payload
         self.env = env
         self.vault_path = vault_path
@@ -160,7 +165,8 @@ def _budget(spec: HookSpec, env: Mapping[str, str]) -> float:
 
 
 def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
-             vault_path: str | None = None, check: CommandCheck | None = None) -> tuple[str, int]:
+             vault_path: str | None = None, check: CommandCheck | None = None,
+             options: frozenset[str] = frozenset()) -> tuple[str, int]:
     """Run one hook on the JSON Claude Code sent; returns (stdout text, exit code).
 
     `event` is `session-start`, `SessionStart`...; empty: the input's `hook_event_name`.
@@ -181,7 +187,7 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         spec = spec_for(event or str(payload.get("hook_event_name") or ""))
         if spec is None or is_disabled(spec, env):
             return "", 0
-        run = _Run(spec, payload, env, vault_path, check)
+        run = _Run(spec, payload, env, vault_path, check, frozenset(options))
         budget = _budget(spec, env)
         box: dict = {}
 
@@ -216,7 +222,8 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         return "", 0
 
 
-def main(event: str, vault_path: str | None = None, check: CommandCheck | None = None) -> None:
+def main(event: str, vault_path: str | None = None, check: CommandCheck | None = None,
+         options: frozenset[str] = frozenset()) -> None:
     """A hook process: the JSON on stdin, `run_hook`, what Claude Code reads on stdout, exit.
 
     Called by `vaultmem hook` (and by the console script's fast path, which
@@ -229,7 +236,7 @@ def main(event: str, vault_path: str | None = None, check: CommandCheck | None =
         data = ""
     if _is_pre_tool_use(event, data) and "vaultmem" not in data:
         sys.exit(0)
-    text, code = run_hook(event, data, vault_path=vault_path, check=check)
+    text, code = run_hook(event, data, vault_path=vault_path, check=check, options=options)
     if text:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -278,19 +285,24 @@ DUE_HEADING = "## Due for review (when one comes up, check it: grade good if it 
 
 
 def session_start(run: _Run) -> dict:
-    """The prompt block and the memories due for review, framed together as one block of data."""
+    """The prompt block and the memories due for review, framed together as one block of data.
+    With --core-only, only L2 and L3 memories (both in the block and among those due).
+    Also starts, in the background, the watcher and a daily decay that is due."""
     from vaultmem.core.prompt import HEADER
 
     vault = run.vault()
-    block = vault.prompt(max_tokens=PROMPT_TOKENS)
+    core_only = CORE_ONLY in run.options
+    block = vault.prompt(max_tokens=PROMPT_TOKENS, core_only=core_only)
     shown = {line.note.id for line in block.lines}
-    due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown)) if n.id not in shown][:REVIEW_LIMIT]
+    due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown) + (50 if core_only else 0))
+           if n.id not in shown and (not core_only or n.tier in ("L2", "L3"))][:REVIEW_LIMIT]
     inside = []
     if due:
         inside += [DUE_HEADING] + [f"- [{n.id}] ({n.namespace}, {n.tier}) {_one_line(n.summary, 200)}" for n in due]
     if block.body:
         inside.append(block.body)
     start_watcher(vault.root, run.env)
+    start_decay(vault, run.env)
     if not inside:
         return context_output("SessionStart", f"vaultmem: no memories yet in this vault.\n\n{USAGE_HINT}\n")
     return context_output("SessionStart", _framed(HEADER, "\n".join(inside), USAGE_HINT))
@@ -325,6 +337,24 @@ def start_watcher(root: Path, env: Mapping[str, str]) -> bool:
     with open(hooks_dir(root) / "watch.log", "ab") as log:
         subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(root), "watch", "--idle-exit",
                           str(WATCH_IDLE_EXIT)], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, env=dict(env), close_fds=True)
+    return True
+
+
+def start_decay(vault, env: Mapping[str, str]) -> bool:
+    """Start `vaultmem decay` in the background when a day has passed since the last one
+    (ops/upkeep.py), so a vault with no scheduler still fades, stales and archives as it is
+    used. The hook only claims the day and spawns the process: the decay itself is not in
+    the hook's time budget. `VAULTMEM_AUTODECAY=off` keeps it from starting."""
+    import subprocess
+
+    from vaultmem.ops.upkeep import claim_if_due
+
+    if str(env.get("VAULTMEM_AUTODECAY", "")).strip().lower() in OFF_VALUES or not claim_if_due(vault):
+        return False
+    with open(hooks_dir(vault.root) / "decay.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "decay", "-q",
+                          "--by", "session-start"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                          start_new_session=True, env=dict(env), close_fds=True)
     return True
 
