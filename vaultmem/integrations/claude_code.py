@@ -5,8 +5,9 @@ settings file, each as `<this python> -m vaultmem hook EVENT`):
 
     SessionStart       review + prompt block as additional context
     UserPromptSubmit   recall on the prompt: the few relevant memories, with ids
-    PreToolUse (Bash)  deny invented vaultmem flags and namespace-less adds, with the right syntax
-                       (the check is cli/command_check.py, handed in by the CLI as `check`)
+    PreToolUse (Bash)  deny invented vaultmem flags, namespace-less adds and "[tag] text" adds, with
+                       the right syntax (the check is cli/command_check.py, handed in by the CLI as `check`)
+    PreToolUse (Write, Edit, MultiEdit)  deny writes to Claude Code's own MEMORY.md, pointing at `vaultmem add`
     Stop, SessionEnd   capture what the user asked to remember, corrections, preferences
                        and lessons from the transcript (capture.py) as L0/L1 memories
                        (how far each transcript was read: `.vaultmem/hooks/capture/`)
@@ -64,7 +65,7 @@ class HookSpec:
 HOOKS = (
     HookSpec("SessionStart", "session-start", None, 15, 5.0, "VAULTMEM_HOOK_SESSION_START"),
     HookSpec("UserPromptSubmit", "user-prompt-submit", None, 10, 3.0, "VAULTMEM_HOOK_USER_PROMPT"),
-    HookSpec("PreToolUse", "pre-tool-use", "Bash", 10, 2.0, "VAULTMEM_HOOK_PRE_TOOL"),
+    HookSpec("PreToolUse", "pre-tool-use", "Bash|Write|Edit|MultiEdit", 10, 2.0, "VAULTMEM_HOOK_PRE_TOOL"),
     HookSpec("Stop", "stop", None, 30, 15.0, "VAULTMEM_HOOK_STOP"),
     HookSpec("SessionEnd", "session-end", None, 30, 15.0, "VAULTMEM_HOOK_STOP"),
 )
@@ -234,7 +235,7 @@ def main(event: str, vault_path: str | None = None, check: CommandCheck | None =
         data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read().decode("utf-8", "replace")
     except (OSError, ValueError, AttributeError):
         data = ""
-    if _is_pre_tool_use(event, data) and "vaultmem" not in data:
+    if _is_pre_tool_use(event, data) and "vaultmem" not in data and "memory.md" not in data.lower():
         sys.exit(0)
     text, code = run_hook(event, data, vault_path=vault_path, check=check, options=options)
     if text:
@@ -391,16 +392,45 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
 
 # ---------------------------------------------------------------- PreToolUse
 
+FILE_TOOLS = ("Write", "Edit", "MultiEdit")
+MEMORY_FILE_REASON = (
+    "Memories here are kept in vaultmem, not in Claude Code's MEMORY.md (a note written there is never "
+    "recalled, graded or pruned). Save each fact with: vaultmem add \"TEXT\" -n {namespace} [--tags a,b] "
+    "(one fact per call; --explicit when the user asked to remember it). Find them with: vaultmem recall \"QUERY\".")
+
+
+def is_claude_memory_file(file_path: str, env: Mapping[str, str]) -> bool:
+    """Claude Code's own memory file: a MEMORY.md under a `.claude` folder or `$CLAUDE_CONFIG_DIR`
+    (its auto memory, `~/.claude/projects/<project>/memory/MEMORY.md`)."""
+    path = Path(os.path.expanduser(file_path))
+    if path.name.lower() != "memory.md":
+        return False
+    if ".claude" in path.parts:
+        return True
+    config = env.get("CLAUDE_CONFIG_DIR")
+    return bool(config) and Path(os.path.expanduser(config)) in path.parents
+
+
 def pre_tool_use(run: _Run) -> dict | None:
-    if run.payload.get("tool_name") != "Bash":
-        return None
+    tool = run.payload.get("tool_name")
     tool_input = run.payload.get("tool_input")
+    if tool in FILE_TOOLS:
+        file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+        if not isinstance(file_path, str) or not is_claude_memory_file(file_path, run.env):
+            return None
+        return _deny(MEMORY_FILE_REASON.format(namespace=default_namespace(cwd=run.cwd, env=run.env)))
+    if tool != "Bash":
+        return None
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str) or "vaultmem" not in command or run.check is None:
         return None
     reason = run.check(command, run.cwd)
     if reason is None:
         return None
+    return _deny(reason)
+
+
+def _deny(reason: str) -> dict:
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                    "permissionDecisionReason": reason}}
 

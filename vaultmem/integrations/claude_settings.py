@@ -117,6 +117,8 @@ def merge_hooks(settings: dict, command: str, vault: str | None = None, core_onl
                     groups.remove(group)
             else:
                 group["hooks"] = kept
+            if spec.matcher and kept and all(isinstance(h, dict) and is_ours(h.get("command")) for h in kept):
+                group["matcher"] = spec.matcher  # our own group: an older install's matcher is brought up to date
         if not found:
             groups.append({"matcher": spec.matcher, "hooks": [wanted]} if spec.matcher else {"hooks": [wanted]})
     return out
