@@ -97,7 +97,8 @@ def test_install_keeps_other_hooks_and_uninstall_restores_the_exact_bytes(tmp_pa
         assert settings[key] == EXISTING[key]
     for event, groups in EXISTING["hooks"].items():
         assert settings["hooks"][event][:len(groups)] == groups  # theirs first, untouched
-    assert settings["hooks"]["PreToolUse"][2] == {"matcher": "Bash|Write|Edit|MultiEdit", "hooks": [ours(settings)["PreToolUse"][0][1]]}
+    assert settings["hooks"]["PreToolUse"][2] == {"matcher": "Bash|Write|Edit|MultiEdit",
+                                                  "hooks": [ours(settings)["PreToolUse"][0][1]]}
     assert settings["hooks"]["Notification"] == EXISTING["hooks"]["Notification"]
     assert all(len(v) == 1 for v in ours(settings).values())
 
@@ -515,8 +516,8 @@ def test_pre_tool_use_sends_claude_codes_memory_file_to_vaultmem(tool, filled, t
 
 
 def test_pre_tool_use_moves_bracket_tags_to_the_tags_option(filled, tmp_path):
-    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, 'vaultmem add "[db, staging] Postgres is on 5433" -n work'),
-                              filled))
+    line = 'vaultmem add "[db, staging] Postgres is on 5433" -n work'
+    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, line), filled))
     assert "Tags go in --tags" in reason and "vaultmem add 'Postgres is on 5433' -n work --tags db,staging" in reason
     assert check_bash('vaultmem add "[[Infra]] has the ports" -n work') is None, "a wiki link is not a tag"
     assert check_bash('vaultmem add "Postgres is on 5433 [db]" -n work') is None
