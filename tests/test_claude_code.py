@@ -529,3 +529,29 @@ def test_an_older_install_gets_the_new_pre_tool_use_matcher(tmp_path):
         {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}]}}
     merged = merge_hooks(settings, "/new/python -m vaultmem")
     assert [g["matcher"] for g in merged["hooks"]["PreToolUse"]] == ["Bash|Write|Edit|MultiEdit", "Bash"]
+
+
+def test_captured_sources_are_relative_to_home_or_the_project(filled, tmp_path):
+    """A vault shared in git must not carry /home/<user>/ in every captured note's source."""
+    home = tmp_path / "home"
+    transcript = home / ".claude" / "projects" / "-work-api" / "s1.jsonl"
+    transcript.parent.mkdir(parents=True)
+    write_transcript(transcript, transcript_lines())
+    project = tmp_path / "api"
+    (project / ".git").mkdir(parents=True)
+    before = {n.id for n in Vault(filled).notes()}
+    hook("stop", base("Stop", tmp_path, cwd=str(project), transcript_path=str(transcript)), filled, HOME=str(home))
+    sources = {n.source for n in Vault(filled).notes() if n.id not in before}
+    assert sources and all(s.startswith("~/.claude/projects/-work-api/s1.jsonl#L") for s in sources), sources
+    assert not any(str(tmp_path) in (filled / n.path).read_text() for n in Vault(filled).notes() if n.id not in before)
+
+
+def test_portable_path(tmp_path):
+    from vaultmem.ops.provenance import portable_path
+
+    project = tmp_path / "work" / "api"
+    (project / ".git").mkdir(parents=True)
+    home = tmp_path / "work"
+    assert portable_path(project / "logs" / "t.jsonl", cwd=project / "src", home=str(home)) == "logs/t.jsonl"
+    assert portable_path(home / ".claude" / "t.jsonl", cwd=project, home=str(home)) == "~/.claude/t.jsonl"
+    assert portable_path("/etc/t.jsonl", cwd=project, home=str(home)) == "/etc/t.jsonl"

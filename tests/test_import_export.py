@@ -280,7 +280,7 @@ def test_import_with_namespace_prefix_and_dry_run(vault_dir, run, lexical):
     assert sorted(a["namespace"] for a in report["added"]) == ["old/brain/decision", "old/brain/integration"]
     assert [s["reason"] for s in report["skipped"]] == ["deleted or forgotten in the source", "empty"]
     note = Vault(vault_dir).get(report["added"][0]["id"])
-    assert note.tags and note.source.startswith(str(FIXTURES / "agent-brain" / "memory.json"))
+    assert note.tags and note.source.startswith("tests/fixtures/import/agent-brain/memory.json#"), "project-relative"
 
 
 def test_import_skillmem_export_makes_skills(vault_dir, run, lexical):

@@ -172,3 +172,12 @@ def test_agent_brain_superseded_facts_come_back_superseded(vault_dir, run):
     assert orphan["status"] == "superseded", "corrected in the source, even when the correction is not in the file"
     assert [h["id"] for h in run.json("recall", "standup time")] == [third["id"]]
     assert Vault(vault_dir).get("f3").id == third["id"]
+
+
+def test_import_sources_are_relative_to_home(run, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".agentmemory").mkdir(parents=True)
+    store = agentmemory_sr_store(home / ".agentmemory" / "memory.db")
+    monkeypatch.setenv("HOME", str(home))
+    run.json("import", str(store))
+    assert run.json("show", "9f2c4e1a7b3d")["source"] == "~/.agentmemory/memory.db#9f2c4e1a7b3d"

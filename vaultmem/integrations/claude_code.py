@@ -443,7 +443,7 @@ def capture(run: _Run) -> None:
 
     from vaultmem.core.capture import observations
     from vaultmem.errors import VaultmemError
-    from vaultmem.ops.provenance import current_project
+    from vaultmem.ops.provenance import current_project, portable_path
 
     transcript = run.payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript.strip():
@@ -457,6 +457,7 @@ def capture(run: _Run) -> None:
     state_path.parent.mkdir(parents=True, exist_ok=True)
     namespace = default_namespace(cwd=run.cwd, env=run.env)
     project = current_project(cwd=run.cwd)
+    where = portable_path(transcript_path, cwd=run.cwd, home=run.env.get("HOME"))  # no user name in the vault
     seen_path = state_path.parent / "seen-messages.txt"
     with FileLock(str(state_path) + ".lock", timeout=_budget(run.spec, run.env)):
         start = _read_state(state_path, transcript_path)
@@ -475,7 +476,7 @@ def capture(run: _Run) -> None:
             for item in by_index[index]:
                 try:
                     vault.add(item.text, namespace, tags=("captured", item.kind),
-                              source=f"{transcript_path}#L{line_no}", tier=item.tier, session=session or None,
+                              source=f"{where}#L{line_no}", tier=item.tier, session=session or None,
                               project=project or None, explicit=item.kind == "explicit", redact=True)
                 except VaultmemError as exc:
                     run.log(f"not captured (line {line_no}): {exc}")

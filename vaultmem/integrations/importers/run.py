@@ -11,7 +11,7 @@ record as added, merged, unchanged, a conflict, skipped or an error;
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from vaultmem.errors import BadInput, SecretFound, VaultmemError
 from vaultmem.integrations.importers import default_namespace, fields_of, read
 from vaultmem.integrations.importers.base import Incoming, Restore, Skip, clean_namespace
 from vaultmem.integrations.importers.fidelity import keep_state, link_chains
+from vaultmem.ops.provenance import portable_path
 
 
 @dataclass
@@ -84,6 +85,7 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     base = check_namespace(namespace) if namespace else ""
     fmt, records = read(source_path, fmt, vault.config.max_note_bytes)
     report = Report(str(source_path), fmt, dry_run, fields=dict(fields_of(fmt)))
+    shown_path = portable_path(source_path)
     imported: dict[str, str] = {}  # original id -> note id, for chains and the report
     chains: list[tuple[str, str, str]] = []
     fallback = default_namespace(source_path, fmt)
@@ -104,6 +106,8 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
             entry = dict(detail, source=record.source)
             {"added": report.added, "unchanged": report.unchanged, "conflict": report.conflicts}[action].append(entry)
         else:
+            if record.source.startswith(str(source_path)):  # no /home/<user>/ in the vault's sources
+                record = replace(record, source=shown_path + record.source[len(str(source_path)):])
             note_id = _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact)
             original = record.extra.get("original_id")
             if note_id and original not in (None, ""):
