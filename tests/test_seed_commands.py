@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -89,3 +90,60 @@ def test_supersede_two_existing_notes(run):
     assert "cannot supersede itself" in run("supersede", new["id"], new["id"], expect=2).output
     assert "is itself superseded" in run("supersede", new["id"], old["id"], expect=2).output
     run("supersede", "nope", new["id"], expect=1)
+
+
+FAKE_CLAUDE = """#!/bin/sh
+echo "claude $*" >> "$FAKE_LOG"
+if [ "$1 $2" = "mcp get" ]; then [ -f "$FAKE_REGISTERED" ] && exit 0; echo "No MCP server found" >&2; exit 1; fi
+if [ "$1 $2" = "mcp add" ]; then touch "$FAKE_REGISTERED"; fi
+exit 0
+"""
+
+
+def _init(*args, env=None):
+    import json
+
+    result = CliRunner().invoke(cli, ["init", *args, "--json"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_init_claude_code_for_a_project_in_one_step(tmp_path, monkeypatch):
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "other-server"}}}\n')
+    first = _init("agent-vault", "--claude-code", "--project")
+    root = tmp_path / "agent-vault"
+    assert (root / ".vaultmem" / "config.yaml").exists()
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    commands = [h["command"] for groups in settings["hooks"].values() for g in groups for h in g["hooks"]]
+    assert commands and all(c.endswith(f"--vault {root}") for c in commands), "the hooks use this vault"
+    servers = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
+    assert servers["other"] == {"command": "other-server"}
+    assert servers["vaultmem"]["args"][-3:] == ["mcp", "--vault", str(root)]
+    assert first["hooks"]["changed"] and first["mcp"]["changed"]
+    again = _init("agent-vault", "--claude-code", "--project")
+    assert not again["hooks"]["changed"] and not again["mcp"]["changed"] and again["added"] == []
+
+
+def test_init_claude_code_registers_through_the_claude_program(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(FAKE_CLAUDE)
+    (bin_dir / "claude").chmod(0o755)
+    log = tmp_path / "claude.log"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("FAKE_REGISTERED", str(tmp_path / "registered"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-home"))
+    done = _init(str(tmp_path / "v"), "--claude-code")
+    assert done["mcp"]["changed"] and (tmp_path / "claude-home" / "settings.json").exists()
+    assert f"claude mcp add --scope user vaultmem -- {sys.executable} -m vaultmem mcp --vault {tmp_path / 'v'}" \
+           in log.read_text()
+    again = _init(str(tmp_path / "v"), "--claude-code")
+    assert not again["mcp"]["changed"] and log.read_text().count("mcp add") == 1
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    todo = _init(str(tmp_path / "w"), "--claude-code", "--local")["mcp"]["todo"]
+    assert todo.startswith("claude mcp add --scope local vaultmem -- ")

@@ -56,11 +56,21 @@ def cli(vault_path, as_json, quiet):
 
 @cli.command()
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--claude-code", "claude_code", is_flag=True,
+              help="Also install the Claude Code hooks and register the MCP server, for this vault.")
+@click.option("--project", is_flag=True, help="With --claude-code: this project's .claude/settings.json and .mcp.json.")
+@click.option("--local", is_flag=True, help="With --claude-code: this project's settings.local.json, local MCP scope.")
+@click.option("--core-only", is_flag=True, help="With --claude-code: SessionStart injects only L2 and L3 memories.")
+@click.option("--command", "command", default=None, help="With --claude-code: how hooks and MCP run vaultmem.")
 @common
-def init(path, out, vault_path):
+def init(path, claude_code, project, local, core_only, command, out, vault_path):
     """Create a vault, or add what is missing to an existing (Obsidian) folder.
 
-    Example: vaultmem init ~/vaults/agent
+    With --claude-code, in one step: the vault, vaultmem's hooks in Claude
+    Code's settings (as `hooks install`) and the MCP server registered
+    (`.mcp.json` with --project, else `claude mcp add`), all using this vault.
+
+    Example: vaultmem init ~/vaults/agent --claude-code
     """
     from pathlib import Path
 
@@ -68,9 +78,21 @@ def init(path, out, vault_path):
 
     root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
-    out.emit({"vault": str(root), "added": added},
-             f"vault ready at {root}"
-             + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)"))
+    data = {"vault": str(root), "added": added}
+    human = f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)")
+    if claude_code:
+        from vaultmem.cli.agents import _settings_target
+        from vaultmem.integrations.claude_mcp import register
+        from vaultmem.integrations.claude_settings import install
+
+        change = install(_settings_target(False, project, local, None), command=command, vault=str(root),
+                         core_only=core_only)
+        mcp = register(root, "project" if project else ("local" if local else "user"), command=command)
+        data.update(hooks=change.to_dict(), mcp=mcp.to_dict())
+        human += f"\nhooks: {'installed in' if change.changed else 'already in'} {change.path}"
+        human += (f"\nmcp: run this to register the server: {mcp.todo}" if mcp.todo else
+                  f"\nmcp: {'registered' if mcp.changed else 'already registered'} ({mcp.how})")
+    out.emit(data, human)
 
 
 @cli.command()
