@@ -44,7 +44,8 @@ import sys, time, sqlite3
 from vaultmem.store.catalog import note_from_json
 t = time.perf_counter()
 db = sqlite3.connect(sys.argv[1])
-rows = [note_from_json(text, path) for path, text in db.execute("SELECT path, note FROM notes WHERE id = ?", (sys.argv[2],))]
+found = db.execute("SELECT path, note FROM notes WHERE id = ?", (sys.argv[2],))
+rows = [note_from_json(text, path) for path, text in found]
 print((time.perf_counter() - t) * 1000, len(rows))
 """
 ONE_PICKLE = """

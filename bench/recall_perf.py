@@ -442,23 +442,22 @@ def seed_vectors(root: Path, seed: int) -> dict:
     vault = Vault(root)
     t0 = time.perf_counter()
     catalog = vault.catalog(fresh=True)
+    notes = catalog.notes
     parse_s = time.perf_counter() - t0
     embedder = load_embedder(None)
     gen = TextGen(seed + 77)
     anchors = embedder.embed([gen.body() for _ in range(256)])
     rng = np.random.default_rng(seed)
-    entries = [(p, e) for p, e in catalog.entries.items() if e.note is not None]
-    pick = rng.integers(0, len(anchors), size=len(entries))
-    matrix = anchors[pick] + rng.normal(0, 0.35 / np.sqrt(anchors.shape[1]), size=(len(entries), anchors.shape[1]))
+    pick = rng.integers(0, len(anchors), size=len(notes))
+    matrix = anchors[pick] + rng.normal(0, 0.35 / np.sqrt(anchors.shape[1]), size=(len(notes), anchors.shape[1]))
     matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
     folder = vault.state_dir / "index" / "vectors" / folder_name(embedder.name)
-    store = VectorStore(folder, embedder.name)
-    store.matrix, store.dim = matrix, matrix.shape[1]
-    store.hashes = [text_hash(embedder.name, embed_text(e.note)) for _p, e in entries]
-    store.row_of_hash = {h: i for i, h in enumerate(store.hashes)}
-    store.stamp_of_path = {p: [list(e.stamp), h] for (p, e), h in zip(entries, store.hashes)}
-    store._dirty = True
-    store.save()
+    store = VectorStore(folder, embedder.name, lambda: catalog.db)
+    hashes = catalog.hashes()
+    texts = {note.path: embed_text(note) for note in notes}
+    known = {text_hash(embedder.name, texts[note.path]): vector for note, vector in zip(notes, matrix)}
+    with catalog.transaction():
+        store.update({note.path: (hashes[note.path], texts[note.path]) for note in notes}, [], embedder, known)
     t1 = time.perf_counter()
     stats = RecallEngine(Vault(root)).sync()
     return {"parse_s": parse_s, "bm25_s": time.perf_counter() - t1, "sync_stats": stats}

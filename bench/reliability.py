@@ -193,8 +193,9 @@ def main() -> None:
     for row in rows:
         print("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
     total = sum(r["events"] for r in rows if "during" in r["race"])
-    print(f"\n{total} editor saves/moves raced against grades; lost {sum(r['lost'] for r in rows if 'during' in r['race'])}"
-          f", duplicated {sum(r['dupes'] for r in rows if 'during' in r['race'])}")
+    lost = sum(r["lost"] for r in rows if "during" in r["race"])
+    dupes = sum(r["dupes"] for r in rows if "during" in r["race"])
+    print(f"\n{total} editor saves/moves raced against grades; lost {lost}, duplicated {dupes}")
     for row in rows:
         if row.get("first failure"):
             print(f"first failure in {row['race']}: {row['first failure']}")

@@ -149,3 +149,36 @@ def test_a_pickle_planted_as_the_vector_file_never_runs(vault_dir, tmp_path):
     found = run_process("--vault", str(vault_dir), "recall", "deploy approvals", "--json").stdout
     assert not marker.exists()
     assert "Deploys need two approvals" in found and '"cosine"' in found
+
+
+def test_vectors_are_kept_as_int8_and_an_older_float32_file_is_embedded_again(vault_dir):
+    """The vector file is an int8 .npy (a quarter of float32's disk); a float32 file left by
+    an older version is not misread: it is dropped and every text embedded again."""
+    import numpy as np
+
+    from .conftest import run_process
+
+    run_process("--vault", str(vault_dir), "add", "Deploys need two approvals", "-n", "work")
+    run_process("--vault", str(vault_dir), "recall", "deploy approvals")
+    vectors = next((vault_dir / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
+    stored = np.load(vectors, allow_pickle=False)
+    assert stored.dtype == np.int8 and stored.shape[0] == 1 and np.abs(stored).max() == 127
+    np.save(vectors, stored.astype(np.float32) / 127.0, allow_pickle=False)
+    found = run_process("--vault", str(vault_dir), "recall", "deploy approvals", "--json").stdout
+    assert "Deploys need two approvals" in found and '"cosine"' in found
+    assert np.load(vectors, allow_pickle=False).dtype == np.int8
+
+
+def test_int8_rows_keep_cosines_within_a_few_thousandths():
+    """Quantizing unit rows to int8 and reading them back changes a cosine by < 0.005."""
+    import numpy as np
+
+    from vaultmem.search.vectors import quantize
+
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(500, 384)).astype(np.float32)
+    rows[:, 7] += 3.0  # one dominant component, as sentence models give
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    back = quantize(rows).astype(np.float32)
+    back /= np.linalg.norm(back, axis=1, keepdims=True)
+    assert np.abs(rows[:50] @ rows.T - rows[:50] @ back.T).max() < 0.005

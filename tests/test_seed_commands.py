@@ -128,6 +128,7 @@ def test_init_claude_code_for_a_project_in_one_step(tmp_path, monkeypatch):
 
 
 def test_init_claude_code_registers_through_the_claude_program(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --local writes the project's .claude/settings.local.json
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "claude").write_text(FAKE_CLAUDE)

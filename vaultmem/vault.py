@@ -26,7 +26,7 @@ from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slug
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
-from vaultmem.store.catalog import Catalog
+from vaultmem.store.catalog import Catalog, content_digest
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
 from vaultmem.store.files import append_jsonl, create_new, decode_note, move, read_text, rewrite, rewrite_many
 from vaultmem.store.template import init_vault
@@ -42,6 +42,7 @@ NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
 ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (Vault.by_original_id)
 DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
+_MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,7 @@ class Vault:
         model), on top of whatever a person saved meanwhile (files.rewrite); record a hand
         edit first, then `op`. Returns the note before and after, and the text the change was applied to."""
         rel = found.path
-        path, compute, decode, applied = self._job(found, change, properties)
+        path, compute, decode, applied = self._job(found, change, properties=properties)
         base, new_text = rewrite(path, compute, decode)
         before, after = applied[base]
         if new_text != base or moved_from:
@@ -532,15 +533,23 @@ class Vault:
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
-    def _job(self, found: Note, change: Callable[[Note], dict], properties: dict | None = None):
+    def _job(self, found: Note, change: Callable[[Note], dict], found_digest: str | None = None,
+             properties: dict | None = None):
         """(path, compute, decode, applied) to rewrite `found` with `change` (files.rewrite);
-        `applied` maps each text the change was applied to to (before, after)."""
+        `applied` maps each text the change was applied to to (before, after).
+        `found_digest`: the catalog's hash of the bytes `found` was parsed from; a file
+        still holding them is not parsed again (unless a missing date took its file's mtime).
+        `properties`: ones vaultmem does not model, set as well (an import's `original_id`)."""
         rel = found.path
         path = self.root / rel
         applied: dict[str, tuple[Note, Note]] = {}
+        reuse = found_digest is not None and _MTIME_DEFAULTS <= found.present
 
         def compute(base: str) -> str:
-            before = parse(base, rel, self.defaults_for(rel, path))
+            if reuse and content_digest(base.encode("utf-8")) == found_digest:
+                before = found
+            else:
+                before = parse(base, rel, self.defaults_for(rel, path))
             if before.id != found.id:
                 raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
             after = replace(before, **change(before))
@@ -631,7 +640,9 @@ class Vault:
         """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note),
         by file, not by id: a note copied by hand (two files, one id) decays file by file
         and is reported by health, never stopping the rest."""
-        jobs = [self._job(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days))
+        digests = self.catalog(refresh=False).hashes_of(step.note.path for step in steps)
+        jobs = [self._job(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
+                          digests.get(step.note.path))
                 for step in steps]
         results = rewrite_many([job[:3] for job in jobs])
         done, entries = [], []

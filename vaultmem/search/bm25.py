@@ -20,7 +20,7 @@ from pathlib import Path
 from vaultmem.core.model import Note
 from vaultmem.search.safe_whoosh import harden
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
 # Lucene's defaults suit short notes better than Whoosh's (K1=1.2, B=0.75).
 BM25_K1 = 0.9
@@ -63,9 +63,10 @@ def schema():
     return Schema(
         id=ID(stored=True, unique=True),
         path=ID(stored=True, unique=True),
-        title=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["title"]),
-        body=TEXT(analyzer=text),
-        tags=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["tags"]),
+        # No positions (phrase=False): no query here is a phrase, and they were half the index.
+        title=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["title"], phrase=False),
+        body=TEXT(analyzer=text, phrase=False),
+        tags=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["tags"], phrase=False),
         namespace=KEYWORD(commas=True),
         type=ID(),
         status=ID(),

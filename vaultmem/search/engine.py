@@ -56,6 +56,7 @@ from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_name
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
+from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
 CANDIDATES = 30
@@ -615,7 +616,9 @@ def rebuild_indexes(vault) -> dict:
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
-    return engine_for(vault).sync(rebuild=True)
+    stats = engine_for(vault).sync(rebuild=True)
+    compact(vault.catalog(refresh=False).db)
+    return stats
 
 
 def recall(vault, query: str, top_k: int | None = None, namespace: str | None = None,
