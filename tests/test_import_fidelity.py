@@ -181,3 +181,14 @@ def test_import_sources_are_relative_to_home(run, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     run.json("import", str(store))
     assert run.json("show", "9f2c4e1a7b3d")["source"] == "~/.agentmemory/memory.db#9f2c4e1a7b3d"
+
+
+def test_agent_memory_items_keep_their_history(run):
+    """agent-memory (Martian-Engineering): memory/entities/<name>/items.json, a fact marked `historical`
+    when a newer one `supersedes` it (fixture from its README's documented schema)."""
+    report = run.json("import", str(FIXTURES / "agent-memory" / "items.json"), "-n", "people/alice")
+    assert report["counts"]["added"] == 2 and report["chains"] == 1
+    old = run.json("show", "7c1e2a9b-1111-4a2b-9c3d-000000000001")
+    new = run.json("show", "7c1e2a9b-1111-4a2b-9c3d-000000000002")
+    assert old["status"] == "superseded" and old["superseded_by"] == f"[[{Path(new['path']).stem}]]"
+    assert new["status"] == "active" and new["created"] == "2026-01-28T23:00:00"

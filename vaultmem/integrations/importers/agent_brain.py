@@ -48,9 +48,10 @@ FIELDS = {
     "namespace, category, scope, project, ...": "mapped to the namespace",
     "tags, keywords, labels, categories": "kept as tags",
     "created_at, created, timestamp, ...": "kept as created",
-    "superseded_by, supersedes": "kept: the older record is superseded by the newer one's note (a link both ways); "
+    "superseded_by (supersededBy), supersedes": "kept: the older record is superseded by the newer one's note (a link both ways); "
                                  "superseded with no link when the newer one is not in the file",
-    "status": "kept: archived -> archive/, stale, superseded; deleted or forgotten records are skipped",
+    "status": "kept: archived -> archive/, stale, superseded (and historical, agent-memory's word for it); "
+              "deleted or forgotten records are skipped",
     "strength": "kept when it is 0-1",
     "importance, priority, confidence": "dropped: vaultmem earns strength by grades",
     "access_count, uses, last_accessed": "dropped: vaultmem counts grades on its own FSRS card",
@@ -166,12 +167,12 @@ def _lineage(item: dict) -> dict:
     original = item.get("id") if item.get("id") not in (None, "") else item.get("_key")
     if original not in (None, ""):
         extra["original_id"] = str(original)
-    for key in ("superseded_by", "supersedes"):
-        value = _json(item.get(key))
+    for key, spellings in (("superseded_by", ("superseded_by", "supersededBy")), ("supersedes", ("supersedes",))):
+        value = next((_json(item[k]) for k in spellings if item.get(k) not in (None, "", [], False)), None)
         if value not in (None, "", [], False):
             extra[key] = value
     status = str(item.get("status") or "").strip().lower()
-    if extra.get("superseded_by") or status == "superseded":
+    if extra.get("superseded_by") or status in ("superseded", "historical"):  # historical: agent-memory's word
         extra["status"] = "superseded"
     elif status == "stale":
         extra["status"] = "stale"
