@@ -48,8 +48,9 @@ FIELDS = {
     "namespace, category, scope, project, ...": "mapped to the namespace",
     "tags, keywords, labels, categories": "kept as tags",
     "created_at, created, timestamp, ...": "kept as created",
-    "superseded_by (supersededBy), supersedes": "kept: the older record is superseded by the newer one's note (a link both ways); "
-                                 "superseded with no link when the newer one is not in the file",
+    "superseded_by (supersededBy), supersedes": "kept: the older record is superseded by the newer one's note "
+                                                "(a link both ways); superseded with no link when the newer one "
+                                                "is not in the file",
     "status": "kept: archived -> archive/, stale, superseded (and historical, agent-memory's word for it); "
               "deleted or forgotten records are skipped",
     "strength": "kept when it is 0-1",
