@@ -555,3 +555,12 @@ def test_portable_path(tmp_path):
     assert portable_path(project / "logs" / "t.jsonl", cwd=project / "src", home=str(home)) == "logs/t.jsonl"
     assert portable_path(home / ".claude" / "t.jsonl", cwd=project, home=str(home)) == "~/.claude/t.jsonl"
     assert portable_path("/etc/t.jsonl", cwd=project, home=str(home)) == "/etc/t.jsonl"
+
+
+def test_portable_path_outside_a_repository_is_relative_to_home_only(tmp_path):
+    from vaultmem.ops.provenance import portable_path
+
+    folder = tmp_path / "scratch"
+    (folder / "home").mkdir(parents=True)
+    assert portable_path(folder / "home" / "t.jsonl", cwd=folder, home=str(tmp_path / "elsewhere")) == \
+        str(folder / "home" / "t.jsonl"), "a plain folder is no project: the path stays whole"

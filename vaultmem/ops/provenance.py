@@ -47,16 +47,17 @@ def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = No
 
 
 def project_root(cwd: str | os.PathLike | None = None) -> Path | None:
-    """The enclosing git repository of `cwd` (else `cwd` itself); None when it cannot be resolved."""
+    """The git repository enclosing `cwd`; None outside one (a bare folder is no project to be
+    relative to: the same path would read differently from another folder)."""
     try:
         folder = Path(cwd or os.getcwd()).resolve()
     except OSError:
         return None
-    return next((c for c in (folder, *folder.parents) if (c / ".git").exists()), folder)
+    return next((c for c in (folder, *folder.parents) if (c / ".git").exists()), None)
 
 
 def portable_path(path: str | os.PathLike, cwd: str | os.PathLike | None = None, home: str | None = None) -> str:
-    """A file path as a note's `source` keeps it: relative to the project (`notes/plan.md`), else to
+    """A file path as a note's `source` keeps it: relative to the project's git repository (`notes/plan.md`), else to
     the home folder (`~/.claude/projects/...`), else as it is. An absolute path would carry the
     user's name and machine layout into a vault shared in git."""
     try:
