@@ -172,6 +172,7 @@ def test_agent_brain_superseded_facts_come_back_superseded(vault_dir, run):
     assert orphan["status"] == "superseded", "corrected in the source, even when the correction is not in the file"
     assert [h["id"] for h in run.json("recall", "standup time")] == [third["id"]]
     assert Vault(vault_dir).get("f3").id == third["id"]
+    assert run.json("why", "f1")["id"] == first["id"], "why resolves an old id too"
 
 
 def test_import_sources_are_relative_to_home(run, tmp_path, monkeypatch):

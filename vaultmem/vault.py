@@ -711,7 +711,7 @@ class Vault:
         `ref` is an id, or a claim (the best-matching memory, superseded ones included)."""
         from vaultmem.core.trust import explain
 
-        matches = self.find(ref)
+        matches = self.find(ref) or self.by_original_id(ref)
         if matches:
             note = self.get(ref)
         else:
