@@ -238,7 +238,29 @@ def op_decay(spec: dict) -> dict:
     return {"s": seconds, "changed": len(steps), "archived": archived}
 
 
-OPS = {"info": op_info, "write": op_write, "recall": op_recall, "decay": op_decay}
+def op_write_bulk(spec: dict) -> dict:
+    """vaultmem only: the same adds as op_write through one `Vault.add_many` call (texts
+    embedded in batches, one filesystem sync per batch), with or without the checks."""
+    from vaultmem import Vault
+
+    checked = spec["checked"]
+    items = [{"text": text, "namespace": ns} if checked else
+             {"text": text, "namespace": ns, "merge": False, "supersede": False} for text, ns in spec["memories"]]
+    t0 = time.perf_counter()
+    vault = Vault.open(Path(spec["store"]), create=True)
+    open_s = time.perf_counter() - t0
+    results = vault.add_many(items)
+    total_s = time.perf_counter() - t0 - open_s
+    outcomes: dict[str, int] = {}
+    for added in results:
+        outcome = (f"error: {type(added).__name__}" if isinstance(added, Exception) else added.action if
+                   added.action != "added" else "added, superseded an older one" if added.superseded else
+                   "added, contested" if added.contested else "added")
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return {"open_s": open_s, "total_s": total_s, "outcomes": outcomes}
+
+
+OPS = {"info": op_info, "write": op_write, "write_bulk": op_write_bulk, "recall": op_recall, "decay": op_decay}
 
 
 def main(argv: list[str]) -> int:

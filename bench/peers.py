@@ -421,6 +421,23 @@ def measure_write_checked(setup: Setup, tool: str, size_dir: Path, data: dict, l
     return r
 
 
+def measure_write_bulk(setup: Setup, size_dir: Path, data: dict, limit: int) -> dict:
+    """Rows 1c and 2c: vaultmem's `add_many` with the same memories as rows 1 and 2 (all N
+    with checks off, the first min(N, limit) with them on), each into a fresh store."""
+    out = {}
+    n = len(data["memories"])
+    for checked, k in ((False, n), (True, min(n, limit))):
+        store = fresh_dir(store_of(size_dir, "vaultmem", "bulk"))
+        try:
+            r = setup.child("vaultmem", "write_bulk", store, max(900.0, k * 2.0), memories=data["memories"][:k],
+                            checked=checked)
+        finally:
+            shutil.rmtree(store, ignore_errors=True)
+        r["per_add_ms"], r["total_est_s"], r["measured"] = r["total_s"] / k * 1000, r["total_s"] * n / k, k
+        out["checked" if checked else "plain"] = r
+    return out
+
+
 def measure_inproc_recall(setup: Setup, tool: str, size_dir: Path, data: dict) -> dict:
     """Rows 3 and 6: a long-lived API object, p50/p95 over the queries; the child's peak RSS."""
     n = len(data["memories"])
@@ -676,6 +693,11 @@ def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> d
         log(f"{tool}: {c['per_add_ms']:.1f} ms/add (first {c['first_ms']:.1f}, last {c['last_ms']:.1f}), "
             f"{c['outcomes']}")
 
+    def write_bulk(tool, t):
+        t["bulk"] = b = measure_write_bulk(setup, size_dir, data, args.checked_limit)
+        log(f"vaultmem: add_many {b['plain']['per_add_ms']:.2f} ms/add unchecked, "
+            f"{b['checked']['per_add_ms']:.2f} checked, {b['checked']['outcomes']}")
+
     def recall(tool, t):
         t["recall"] = r = measure_inproc_recall(setup, tool, size_dir, data)
         t["disk"] = measure_disk(tool, size_dir)
@@ -701,6 +723,7 @@ def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> d
 
     each_tool("write, checks off", write_plain)
     each_tool(f"write, checks on (first {min(size, args.checked_limit)})", write_checked)
+    each_tool("write in bulk (add_many)", write_bulk, only=("vaultmem",))
     each_tool("in-process recall", recall)
     each_tool("CLI recall, grade, add", cli)
     each_tool("watcher, decay", vaultmem_only, only=("vaultmem",))
@@ -780,6 +803,29 @@ def size_rows(res: dict, tools: list[str], checked_limit: int) -> list[Row]:
         row.set(t, f"{est}{_fmt(c['total_est_s'])} s ({_fmt(c['per_add_ms'])})", c["per_add_ms"])
         growth.set(t, f"{_fmt(c['first_ms'])} / {_fmt(c['last_ms'])}", c["last_ms"])
     rows += [row, growth]
+
+    if "bulk" in T.get("vaultmem", {}):
+        # vaultmem's batch API against the peers' own adds (rows 1 and 2: they have no batch API).
+        b = T["vaultmem"]["bulk"]
+        for label, key, mine in (("1c. write, checks off, vaultmem add_many (peers as row 1): total s (ms/add)",
+                                  "plain", b["plain"]),
+                                 (f"2c. write, checks on, vaultmem add_many (peers as row 2) [{what}]",
+                                  "checked", b["checked"])):
+            row = Row(label)
+            est = "~" if mine["measured"] < n else ""
+            row.set("vaultmem", f"{est}{_fmt(mine['total_est_s'])} s ({_fmt(mine['per_add_ms'])})",
+                    mine["per_add_ms"])
+            for t in having(key):
+                if t == "vaultmem":
+                    continue
+                c = T[t][key]
+                if key == "plain" and not c["unchecked"]:
+                    row.set(t, "n/a (always checks)")
+                    continue
+                per = c["per_add_ms"] if key == "checked" else c["total_s"] / n * 1000
+                total = c["total_est_s"] if key == "checked" else c["total_s"]
+                row.set(t, f"{_fmt(total)} s ({_fmt(per)})", per)
+            rows.append(row)
 
     row = Row("3. in-process recall p50 / p95 ms (k=5)")
     first = Row("3b. first query on a fresh process, ms (builds indexes)")

@@ -182,3 +182,53 @@ def test_int8_rows_keep_cosines_within_a_few_thousandths():
     back = quantize(rows).astype(np.float32)
     back /= np.linalg.norm(back, axis=1, keepdims=True)
     assert np.abs(rows[:50] @ rows.T - rows[:50] @ back.T).max() < 0.005
+
+
+def test_a_file_moved_away_while_its_folder_is_listed_does_not_hide_the_folder(vault_dir, monkeypatch):
+    """A note renamed out of a folder between the folder's listing and the stat of that
+    entry: the folder stays known (it used to be dropped, and every note in it with it,
+    until the next full check: grades of a note being moved failed with 'no note')."""
+    import os
+
+    from vaultmem.store import catalog as catalog_module
+
+    folder = vault_dir / "memories" / "work"
+    folder.mkdir(parents=True)
+    (folder / "stays.md").write_text("---\nid: stays\n---\nStays here.\n")
+    (folder / "moves.md").write_text("---\nid: moves\n---\nMoves away.\n")
+    real_scandir = os.scandir
+
+    class Listing:
+        def __init__(self, path):
+            self.entries = list(real_scandir(path))
+            if str(path).endswith("work"):
+                (folder / "moves.md").rename(vault_dir / "memories" / "moves.md")
+
+        def __enter__(self):
+            return iter(self.entries)
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(catalog_module.os, "scandir", Listing)
+    files, folders = catalog_module._scan(vault_dir)
+    assert "memories/work" in folders and "memories/work/stays.md" in files
+    assert "memories/work/moves.md" not in files
+
+
+def test_a_folder_changed_in_the_last_instant_is_listed_again_next_time(vault_dir):
+    """A folder whose mtime is younger than its clock tick may change again without its
+    mtime moving: it is recorded as unknown, so the next check lists it again."""
+    import os
+    import time
+
+    from vaultmem.store.catalog import _scan
+
+    fresh, settled = vault_dir / "memories" / "fresh", vault_dir / "memories" / "settled"
+    fresh.mkdir(parents=True)
+    settled.mkdir()
+    now = time.time_ns()
+    os.utime(fresh, ns=(now + 10**9, now + 10**9))  # changed "just now", however slow this machine is
+    os.utime(settled, ns=(now - 10**9, now - 10**9))
+    _files, folders = _scan(vault_dir)
+    assert folders["memories/fresh"] == -1 and folders["memories/settled"] == now - 10**9

@@ -79,7 +79,7 @@ def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tup
     """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
     from vaultmem.search.engine import engine_for
 
-    if not os.environ.get("VAULTMEM_NO_SERVER"):
+    if not os.environ.get("VAULTMEM_NO_SERVER") and not vault.in_batch:
         from vaultmem.service.server import ask
 
         answer = ask(

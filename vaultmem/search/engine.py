@@ -67,6 +67,7 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # An add's check matches up to this many new notes by hand before they go into
 # the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
 LEXICAL_BATCH = 200
+RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 TIME_WINDOW_BOOST = 1.25
 
 
@@ -152,10 +153,26 @@ class RecallEngine:
             return None
         digest = text_hash(self.embedder.name, text)
         if digest not in self._recent:
-            if len(self._recent) > 256:
+            if len(self._recent) > RECENT_VECTORS:
                 self._recent.clear()
             self._recent[digest] = self.embedder.embed([text], kind="passage")[0]
         return self._recent[digest]
+
+    def embed_passages(self, texts: list[str]) -> None:
+        """Embed texts about to be added, in batches (add_many): each add's check and
+        its vector row then find them ready (embed_passage)."""
+        from vaultmem.search.vectors import EMBED_BATCH, text_hash
+
+        self._load_model()
+        if self.embedder is None or not texts:
+            return
+        if len(self._recent) + len(texts) > RECENT_VECTORS:
+            self._recent.clear()
+        todo = list(dict.fromkeys(t for t in texts if text_hash(self.embedder.name, t) not in self._recent))
+        for start in range(0, len(todo), EMBED_BATCH):
+            batch = todo[start:start + EMBED_BATCH]
+            for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
+                self._recent[text_hash(self.embedder.name, text)] = vector
 
     # ------------------------------------------------------------ keeping in step
 

@@ -44,6 +44,7 @@ from vaultmem.errors import NoteError
 NOTE_FOLDERS = ("memories", "skills", "archive")
 SCHEMA_VERSION = 4
 FULL_CHECK_SECONDS = 10.0
+RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 _TUPLE_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
 # What a row's JSON array holds: every field but the path (the row's key) and `present`
@@ -569,29 +570,42 @@ def _scan(root: Path, start: str | None = None,
           recursive: bool = True) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
     """Note files (rel -> (mtime_ns, size)) and folders (rel -> mtime_ns) under `start`
     (default: every note folder); without `recursive`, `start`'s own files and the
-    names of its sub-folders. Hidden files and folders (swap files, `.trash`) are not notes."""
+    names of its sub-folders. Hidden files and folders (swap files, `.trash`) are not notes.
+
+    A folder's mtime is taken before it is listed, so a change during the listing moves
+    it past what is recorded and the next check lists the folder again. A change in the
+    same clock tick as that stat would not move it: an mtime that recent is recorded
+    as unknown (RACY_NS), so the folder is listed again next time too. A file that
+    vanishes while its folder is listed (moved or deleted) is just not there."""
     files: dict[str, tuple[int, int]] = {}
     folders: dict[str, int] = {}
     prefix = len(str(root)) + 1
     stack = [os.path.join(root, start)] if start else [os.path.join(root, f) for f in NOTE_FOLDERS]
     while stack:
         folder = stack.pop()
+        rel = folder[prefix:].replace(os.sep, "/")
         try:
-            folders[folder[prefix:].replace(os.sep, "/")] = os.stat(folder).st_mtime_ns
+            before = time.time_ns()
+            mtime = os.stat(folder).st_mtime_ns
+            folders[rel] = mtime if mtime < before - RACY_NS else -1
             with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.startswith("."):
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        if recursive:
-                            stack.append(entry.path)
-                        else:
-                            folders[entry.path[prefix:].replace(os.sep, "/")] = entry.stat().st_mtime_ns
-                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                        info = entry.stat(follow_symlinks=False)
-                        files[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
+                found = list(entries)
         except OSError:
-            folders.pop(folder[prefix:].replace(os.sep, "/"), None)
+            folders.pop(rel, None)  # the folder itself is gone (or unreadable)
             continue
+        for entry in found:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if recursive:
+                        stack.append(entry.path)
+                    else:
+                        folders[entry.path[prefix:].replace(os.sep, "/")] = entry.stat().st_mtime_ns
+                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    files[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
+            except OSError:
+                continue  # moved or deleted since the listing: the folder's mtime moved, it is listed again
     return files, folders

@@ -8,7 +8,9 @@ import json
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from vaultmem.errors import ConflictError, NoteError, VaultmemError
@@ -16,6 +18,31 @@ from vaultmem.store.rename import exchange, move_no_replace
 
 # How often a rewrite re-applies its change on a save that landed meanwhile before giving up.
 REWRITE_ATTEMPTS = 8
+_batch = threading.local()  # .folder: the batch's filesystem, while new files wait for one sync
+
+
+@contextmanager
+def batched_durability(folder: Path) -> Iterator[None]:
+    """New notes and log lines written inside are made durable together, by one
+    filesystem sync on leaving, instead of an fsync per file, per folder and per line
+    (a bulk add: 3 fsyncs a note were most of its time). A rewrite of an existing note
+    (a contest, a supersede) still syncs its new text before it goes in, so a crash
+    may cut a note the batch created, never one that was there before: at worst such
+    a note keeps its old text."""
+    if getattr(_batch, "folder", None) is not None:
+        yield  # nested: the outer batch syncs
+        return
+    _batch.folder = folder
+    try:
+        yield
+    finally:
+        _batch.folder = None
+        sync_filesystem(folder)
+
+
+def in_batch() -> bool:
+    """Whether new files and log lines wait for the batch's one sync (batched_durability)."""
+    return getattr(_batch, "folder", None) is not None
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -41,13 +68,14 @@ def create_new(path: Path, text: str) -> None:
     """Write a new file atomically, refusing (FileExistsError) if one appeared at `path`
     meanwhile: a note a person just made under the same name is never replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_copy(path, text, 0o644)
+    tmp = _temp_copy(path, text, 0o644, durable=not in_batch())
     try:
         move_no_replace(tmp, path)
     except BaseException:
         _unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if not in_batch():
+        fsync_dir(path.parent)
 
 
 def move(source: Path, target: Path) -> None:
@@ -104,7 +132,8 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
         except VaultmemError as exc:
             failure = exc
             break
-    fsync_dir(path.parent)
+    if not in_batch():  # in a batch, the rename is made durable by the batch's one sync
+        fsync_dir(path.parent)
     if failure is not None:
         raise failure
     return base, new
@@ -258,7 +287,8 @@ def append_jsonl(path: Path, record: dict) -> None:
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         handle.flush()
-        os.fsync(handle.fileno())
+        if not in_batch():
+            os.fsync(handle.fileno())
 
 
 def read_text(path: Path, max_bytes: int) -> str:

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vaultmem.store.files import in_batch
+
 GENESIS = "0" * 64
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
@@ -120,7 +122,8 @@ class Ledger:
                 data = b"\n" + data
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if not in_batch():  # else the batch's one sync (files.batched_durability)
+                os.fsync(handle.fileno())
             end = handle.tell()
         self._take(records, offset, end)
         return records
