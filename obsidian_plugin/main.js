@@ -8027,6 +8027,13 @@ async function gradeNote(io, path, rating, now, options = {}) {
     if (note.status === "archived") {
       throw new NoteError(path, `${note.id} is archived`, `\`vaultmem restore ${note.id}\` first`);
     }
+    if (note.status === "suspended") {
+      throw new NoteError(
+        path,
+        `${note.id} is suspended (a leech: graded wrong ${note.lapses} times)`,
+        `check it, fix its text if needed, then \`vaultmem restore ${note.id}\` to grade it again`
+      );
+    }
     const [changes, log] = grade(note, rating, now, config);
     record = log;
     if (rating === "good" || rating === "easy") Object.assign(changes, withEvidence(note, options.session ?? "", options.project ?? "", now));
@@ -8286,7 +8293,11 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
         id: `grade-${rating}`,
         name: `Grade this memory: ${rating}`,
         hotkeys: [{ modifiers: ["Mod", "Shift"], key: HOTKEY_KEYS[rating] }],
-        checkCallback: (checking) => this.onNote(checking, (file) => this.grade(file.path, rating), (f) => !f.path.startsWith(ARCHIVE_DIR + "/"))
+        checkCallback: (checking) => this.onNote(
+          checking,
+          (file) => this.grade(file.path, rating),
+          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && String(this.frontmatter(f).status ?? "") !== "suspended"
+        )
       });
     }
     this.addCommand({
