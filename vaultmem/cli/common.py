@@ -99,7 +99,7 @@ def _warn_problems(vault, out) -> None:
     from vaultmem.cli.output import warn_skipped
 
     if not out.quiet:
-        warn_skipped([path for path, _problem in vault.catalog().problems])
+        warn_skipped(vault.catalog().problems)
 
 
 def _note_json(note, now, config, extra: dict | None = None) -> dict:
