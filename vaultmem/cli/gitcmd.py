@@ -76,7 +76,7 @@ def sync(message, out, vault_path):
     from vaultmem.integrations import gitvault
 
     vault = _vault(vault_path)
-    result = gitvault.sync(vault.root, message)
+    result = gitvault.sync(vault, message)
     if result["conflicts"]:
         out.emit(result, "\n".join(f"unresolved merge conflict in {path}" for path in result["conflicts"])
                  + "\nedit those files (keep the right lines, remove the markers), `git add` them, `git commit`, "

@@ -146,12 +146,14 @@ def unmerged_paths(root: Path) -> list[str]:
     return [line for line in git(root, "diff", "--name-only", "--diff-filter=U").stdout.splitlines() if line]
 
 
-def sync(root: Path, message: str) -> dict:
-    """Commit the vault's changes, pull (a merge, with the drivers), push.
+def sync(vault, message: str) -> dict:
+    """Record hand edits (`verify`), commit the vault's changes, pull (a merge, with the
+    drivers), push.
 
     Refuses with unmerged paths (a merge a person has not finished). A pull that
     stops on a true conflict leaves it for the person, named, and pushes nothing.
     """
+    root = vault.root
     setup = status(root)
     if not setup.repository:
         raise GitError(f"{root} is not inside a git repository; `git init` it and add a remote first")
@@ -161,6 +163,7 @@ def sync(root: Path, message: str) -> dict:
                        "`git commit`, then sync again")
     if not setup.installed:
         install(root)
+    vault.verify()  # hand edits go on the ledger before they are shared
     git(root, "add", "-A", "--", ".")
     committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
     if committed:

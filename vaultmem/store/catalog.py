@@ -256,6 +256,9 @@ class Catalog:
                     moved.append(folder)
             except OSError:
                 moved.append(folder)
+        # A note folder that did not exist at the last scan (a clone has no empty archive/ until
+        # a pull brings the first archived note): new, so listed whole.
+        moved += [top for top in NOTE_FOLDERS if top not in known and (self.root / top).is_dir()]
         if not moved:
             return set()
         files: dict[str, tuple[int, int]] = {}
