@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from vaultmem.core.model import Note
 from vaultmem.errors import BadInput, ConflictError, NoteError
 from vaultmem.store import files
-from vaultmem.core.model import Note
 from vaultmem.vault import Vault
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"

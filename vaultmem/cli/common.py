@@ -65,7 +65,8 @@ def common(func):
     @functools.wraps(func)
     def wrapper(*args, vault_path=None, as_json=False, quiet=False, **kwargs):
         ctx = click.get_current_context()
-        parent = {**ctx.find_root().params, **(ctx.parent.params if ctx.parent else {})}  # `vaultmem --vault V git install`
+        # the group's options, and the top's for a sub-group's command (`vaultmem --vault V git install`)
+        parent = {**ctx.find_root().params, **(ctx.parent.params if ctx.parent else {})}
         out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
         ctx.meta[QUIET] = out.quiet  # for VaultmemGroup.invoke, which turns errors into exit codes
         return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)

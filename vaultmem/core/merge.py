@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from vaultmem.config import Config
 from vaultmem.core.model import Note
 from vaultmem.core.note import ALL_KEYS, has_conflict_markers, load_frontmatter, parse, render, split_frontmatter
-from vaultmem.core.tiers import MAX_EVIDENCE
 from vaultmem.core.schedule import replay
+from vaultmem.core.tiers import MAX_EVIDENCE
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.timefmt import parse_datetime
 

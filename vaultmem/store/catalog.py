@@ -445,7 +445,8 @@ class Catalog:
 
     def unreadable_ids(self) -> frozenset[str]:
         """Ids stated by note files that do not parse (catalogued with their problem)."""
-        return frozenset(i for (i,) in self.db.execute("SELECT id FROM notes WHERE problem IS NOT NULL AND id IS NOT NULL"))
+        return frozenset(note_id for (note_id,) in self.db.execute(
+            "SELECT id FROM notes WHERE problem IS NOT NULL AND id IS NOT NULL"))
 
     def paths(self) -> list[str]:
         return [path for (path,) in self.db.execute("SELECT path FROM notes ORDER BY path")]
