@@ -117,3 +117,55 @@ def test_a_note_merge_unions_lists_and_keeps_one_sided_changes(vault_dir):
     # the file keeps the note format: only the changed lines differ from ours
     assert [line for line in result.text.splitlines() if line not in ours.splitlines()] == ["  - postgres",
                                                                                              "status: stale"]
+
+
+def test_a_torn_line_on_one_side_stays_torn_after_a_merge():
+    base = chain([{"op": "add", "id": "n1", "time": "t1"}])
+    tip = json.loads(base)["hash"]
+    ours = base + '{"seq": 2, "op": "gr'  # an append cut short by a crash
+    theirs = base + chain([{"op": "grade", "id": "n1", "time": "t2"}], tip, 1)
+    merged = merge.merge_ledger(base, ours, theirs)
+    assert [p.kind for p in check_chain(records_of(merged))] == ["torn"]
+
+
+def test_a_card_graded_on_both_sides_is_replayed_or_taken_from_the_later_side(vault_dir, monkeypatch):
+    from vaultmem.core.schedule import replay
+
+    vault = Vault(vault_dir)
+    note = vault.add("Staging runs Postgres 16", "work").note
+    path = vault_dir / note.path
+    vault.grade(note.id, "good")
+    base = path.read_text()
+    sides = []
+    for times, rating in ((("2026-01-07T09:00:00", "2026-01-09T09:00:00"), "good"), (("2026-01-08T09:00:00",), "again")):
+        path.write_text(base)
+        vault.verify()
+        for when in times:
+            monkeypatch.setenv("VAULTMEM_NOW", when)
+            vault.grade(note.id, rating)
+        lines = [json.loads(line) for line in (vault.state_dir / "reviews.jsonl").read_text().splitlines()]
+        sides.append((path.read_text(), lines[-len(times):]))
+    (ours, our_reviews), (theirs, their_reviews) = sides
+
+    def text_merge(b, o, t):
+        return o, False
+
+    defaults = vault.defaults_for(note.path, path)
+    b = vault.read_note(note.path, base)
+    later = merge.merge_note(base, ours, theirs, note.path, defaults, vault.config, text_merge)
+    merged = vault.read_note(note.path, later.text)
+    assert later.card == "later side"
+    assert merged.reps == b.reps + 3 and merged.last_review == vault.read_note(note.path, ours).last_review
+    replayed = merge.merge_note(base, ours, theirs, note.path, defaults, vault.config, text_merge,
+                                (our_reviews, their_reviews))
+    assert replayed.card == "replayed"
+    merged = vault.read_note(note.path, replayed.text)
+    grades = sorted(our_reviews + their_reviews, key=lambda r: r["review_datetime"])
+    expected = replay(b, grades, vault.config)
+    assert [r["rating"] for r in grades] == ["good", "again", "good"]
+    for key in ("state", "step", "stability", "difficulty", "due", "reps", "lapses", "strength"):
+        assert getattr(merged, key) == expected[key], key
+    # a log that does not account for every grade the cards count is not replayed
+    short = merge.merge_note(base, ours, theirs, note.path, defaults, vault.config, text_merge,
+                             (our_reviews[:1], their_reviews))
+    assert short.card == "later side"

@@ -27,7 +27,7 @@ from vaultmem.core.tiers import MAX_EVIDENCE
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.timefmt import parse_datetime
 
-GENESIS = "0" * 64  # store/ledger.py's first `prev` (core cannot import the store)
+GENESIS = "0" * 64  # the `prev` of a ledger's first record
 
 CARD_FIELDS = ("state", "step", "stability", "difficulty", "due", "last_review", "reps", "lapses")
 _LIST_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
@@ -79,7 +79,8 @@ def merge_log(base: str, ours: str, theirs: str, time_key: str) -> str:
 # ---------------------------------------------------------------- ledger
 
 def ledger_record_hash(record: dict) -> str:
-    """store/ledger.py's `record_hash` (repeated here: core cannot import the store; a test holds them equal)."""
+    """The hash of one ledger line: its fields without `hash`, in canonical JSON (sorted keys,
+    no spaces, UTF-8), SHA-256 hex. store/ledger.py uses it as `record_hash`."""
     body = {k: v for k, v in record.items() if k != "hash"}
     canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -115,9 +116,12 @@ def merge_ledger(base: str, ours: str, theirs: str) -> str:
     our_tail = [r for r in mine_records[prefix:] if r]
     their_records = [_record(line) for line in new]
     their_tail = [r for r in their_records if r]
-    our_tip, their_tip = _tip(mine_records), _tip([_record(line) for line in other])
-    if our_tip is None or their_tip is None:
-        return "".join(mine + new)  # nothing to join: the chain check reports what is wrong
+    their_records_all = [_record(line) for line in other]
+    our_tip, their_tip = _tip(mine_records), _tip(their_records_all)
+    if our_tip is None or their_tip is None or our_tip["hash"] in {r.get("hash") for r in their_records_all if r}:
+        # nothing to join: one side added no record (only a torn fragment, say); or no chain
+        # to join at all, which the chain check reports
+        return "".join(mine + new)
     record = {
         "seq": max(_int(our_tip.get("seq")), _int(their_tip.get("seq"))) + 1,
         "time": max(str(r.get("time") or "") for r in our_tail + their_tail + [our_tip, their_tip]),
@@ -191,7 +195,7 @@ def merge_note(base: str, ours: str, theirs: str, path: str, defaults: dict, con
         elif extra[2] != extra[0]:
             text, conflict = merge_text(base, ours, theirs)  # both did, differently: a person decides
             return NoteMerge(text, conflict)
-    fields, card = _merge_fields(b, o, t, config, reviews)
+    fields, card = _merge_fields(b, o, t, config, reviews, path.startswith("archive/"))
     body, conflict = merge_text(b.body, o.body, t.body)
     merged = replace(o, **fields, body=body, present=o.present | t.present)
     return NoteMerge(render(merged, original), conflict or has_conflict_markers(body), card)
@@ -205,7 +209,7 @@ def _unknown_properties(text: str, path: str) -> dict:
     return {k: v for k, v in data.items() if k not in ALL_KEYS}
 
 
-def _merge_fields(b: Note, o: Note, t: Note, config: Config, reviews) -> tuple[dict, str]:
+def _merge_fields(b: Note, o: Note, t: Note, config: Config, reviews, archived: bool) -> tuple[dict, str]:
     later = o if (o.updated, o.last_review or o.updated) >= (t.updated, t.last_review or t.updated) else t
     fields = {}
     for key in ALL_KEYS:
@@ -222,6 +226,9 @@ def _merge_fields(b: Note, o: Note, t: Note, config: Config, reviews) -> tuple[d
             fields[key] = mine or other
         elif key == "updated":
             fields[key] = max(mine, other)
+        elif key == "status" and "archived" in (mine, other):
+            # where git put the file decides (archived on one side, superseded or suspended on the other)
+            fields[key] = "archived" if archived else (other if mine == "archived" else mine)
         else:
             fields[key] = getattr(later, key)  # both changed it differently: the side that changed last
     card, how = _merge_card(b, o, t, config, reviews)

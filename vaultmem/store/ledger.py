@@ -31,7 +31,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-GENESIS = "0" * 64
+from vaultmem.core.merge import GENESIS, ledger_record_hash
+
+# The hash of one ledger line: its fields (without `hash`) in canonical JSON (core/merge.py, which
+# writes merge records, defines it; `vaultmem.store.ledger.record_hash` is the name callers use).
+record_hash = ledger_record_hash
+
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
 OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "resolve", "archive", "restore", "promote",
@@ -42,13 +47,6 @@ def content_hash(text: str) -> str:
     """The hash of a note's text as a person sees it (NFC, LF), hex."""
     normalized = unicodedata.normalize("NFC", text).replace("\r\n", "\n")
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
-
-
-def record_hash(record: dict) -> str:
-    """The hash of one ledger line: its fields (without `hash`) in canonical JSON."""
-    body = {k: v for k, v in record.items() if k != "hash"}
-    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -303,9 +301,11 @@ def check_chain(lines) -> list[Problem]:
             damaged = where
             continue
         if damaged:
-            # The chain going on from the record before it: an append cut short (a crash),
-            # nothing lost. Otherwise a record was damaged or replaced.
-            torn = record.get("prev") == last
+            # The chain going on from a record before it: an append cut short (a crash),
+            # nothing lost. Otherwise a record was damaged or replaced (what follows it
+            # follows a hash no readable line has). In a merged file the next line may
+            # start the other branch, so any earlier record will do.
+            torn = record.get("prev") in seqs
             problems.append(Problem("torn" if torn else "break", damaged,
                                     TORN if torn else "not a JSON record; the line was damaged or edited"))
             damaged = None
