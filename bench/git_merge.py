@@ -26,7 +26,6 @@ It reports what a person would notice:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics

@@ -137,7 +137,8 @@ def test_a_card_graded_on_both_sides_is_replayed_or_taken_from_the_later_side(va
     vault.grade(note.id, "good")
     base = path.read_text()
     sides = []
-    for times, rating in ((("2026-01-07T09:00:00", "2026-01-09T09:00:00"), "good"), (("2026-01-08T09:00:00",), "again")):
+    plan = ((("2026-01-07T09:00:00", "2026-01-09T09:00:00"), "good"), (("2026-01-08T09:00:00",), "again"))
+    for times, rating in plan:
         path.write_text(base)
         vault.verify()
         for when in times:
