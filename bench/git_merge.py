@@ -48,6 +48,7 @@ from vaultmem.errors import VaultmemError  # noqa: E402
 from vaultmem.integrations import gitvault  # noqa: E402
 from vaultmem.vault import Vault, init_vault  # noqa: E402
 
+VERBOSE = "-v" in sys.argv
 START = datetime(2026, 1, 5, 9, 0, 0)
 SUBJECTS = ["postgres", "redis", "kafka", "nginx", "grafana", "vault", "consul", "argo", "celery", "minio",
             "rabbitmq", "etcd", "jaeger", "traefik", "clickhouse", "keycloak", "sentry", "loki", "envoy", "harbor"]
@@ -136,12 +137,17 @@ def commit(root: Path, message: str) -> None:
         git(root, "commit", "-q", "-m", message)
 
 
-def merge_in(root: Path) -> tuple[float, int, int]:
-    """Pull into one clone and push; (seconds of the pull, conflicts, true body conflicts)."""
+def merge_in(root: Path, drivers: bool) -> tuple[float, int, int]:
+    """Pull into one clone (and with the drivers `vaultmem git resolve`, as `vaultmem sync`
+    does) and push; (seconds of the pull, conflicts, true body conflicts)."""
     started = time.perf_counter()
     git(root, "pull", "-q", "--no-rebase", "--no-edit", check=False)
+    if drivers:
+        gitvault.resolve_moves(root)
     seconds = time.perf_counter() - started
     unmerged = [p for p in git(root, "diff", "--name-only", "--diff-filter=U").stdout.splitlines() if p]
+    if VERBOSE and unmerged:
+        print(git(root, "status", "--porcelain").stdout, file=sys.stderr)
     conflicts = body = 0
     for rel in unmerged:
         text = (root / rel).read_text(errors="replace") if (root / rel).exists() else ""
@@ -151,9 +157,11 @@ def merge_in(root: Path) -> tuple[float, int, int]:
             (root / rel).write_text(keep_both(text))
         else:
             conflicts += 1
+            if VERBOSE:
+                print(f"--- {rel}\n{text[:1500]}", file=sys.stderr)
             git(root, "checkout", "--ours", "--", rel, check=False)  # what a person might do in a hurry
         git(root, "add", "--", rel)
-    if unmerged:
+    if git(root, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).returncode == 0:
         git(root, "commit", "-q", "--no-edit")
     git(root, "push", "-q")
     return seconds, conflicts, body
@@ -176,7 +184,7 @@ def run(clones: int, ops: int, seed: int, drivers: bool, work: Path) -> dict:
     rng.shuffle(order)
     times, conflicts, body = [], 0, 0
     for index in order:
-        seconds, hard, soft = merge_in(roots[index])
+        seconds, hard, soft = merge_in(roots[index], drivers)
         times.append(seconds)
         conflicts += hard
         body += soft
@@ -202,6 +210,7 @@ def main() -> None:
     parser.add_argument("--clones", type=int, default=8)
     parser.add_argument("--ops", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("-v", action="store_true", help="print each conflict")
     parser.add_argument("--plain", action="store_true", help="also run without the drivers (plain git)")
     args = parser.parse_args()
     rows = []

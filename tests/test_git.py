@@ -256,3 +256,29 @@ def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
         assert vault.get(ids["db"]).reps == 3
         vaultmem(root, "verify", "--strict")
         assert git(root, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.slow
+def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_archive(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    at(monkeypatch, "2026-01-07T09:00:00")
+    Vault(a).grade(ids["cache"], "hard")
+    commit(a, "a")
+    vb = Vault(b)
+    for day in range(8, 13):  # graded, then archived: too changed for git to see the move as a rename
+        at(monkeypatch, f"2026-01-{day:02d}T10:00:00")
+        vb.grade(ids["cache"], "again" if day == 8 else "good")
+    vb.archive(ids["cache"], reason="retired")
+    commit(b, "b")
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    merged = git(a, "merge", "--no-edit", "incoming", check=False)
+    assert merged.returncode != 0 and "deleted in incoming" in merged.stdout  # git saw no rename
+    assert "merged memories/work/the-cache" in vaultmem(a, "git", "resolve").output
+    git(a, "commit", "-q", "--no-edit")
+    assert git(a, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    note = Vault(a).get(ids["cache"])
+    assert note.path.startswith("archive/") and note.status == "archived" and note.reps == 7
+    assert not (a / note.path[len("archive/"):]).exists()
+    vaultmem(a, "verify", "--strict")
+    assert git(a, "status", "--porcelain").stdout == ""

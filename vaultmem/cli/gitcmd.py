@@ -62,6 +62,29 @@ def git_status(out, vault_path):
         raise SystemExit(1)
 
 
+@git_group.command(name="resolve")
+@common
+def git_resolve(out, vault_path):
+    """After a `git merge` or `git pull` that stopped: merge the notes one side archived
+    (or restored) and the other changed, which git's rename detection can miss. Other
+    conflicts are listed and left for you; `git commit` when none is left.
+
+    Example: git pull --no-rebase || vaultmem git resolve
+    """
+    from vaultmem.integrations import gitvault
+
+    vault = _vault(vault_path)
+    resolved = gitvault.resolve_moves(vault.root)
+    left = gitvault.unmerged_paths(vault.root)
+    lines = [f"merged {path} into its moved copy" for path in resolved]
+    lines += [f"unresolved merge conflict in {path}" for path in left]
+    if not left:
+        lines.append("no conflict left: `git commit` to finish the merge" if resolved else "nothing to resolve")
+    out.emit({"resolved": resolved, "conflicts": left}, "\n".join(lines))
+    if left:
+        raise SystemExit(EXIT_CONFLICT)
+
+
 @click.command()
 @click.option("-m", "--message", default="vaultmem sync", show_default=True, help="The commit message.")
 @common

@@ -173,13 +173,59 @@ def sync(vault, message: str) -> dict:
         raise GitError("the current branch has no upstream; set one with "
                        "`git push -u REMOTE BRANCH` once, then sync again")
     pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", check=False)
+    resolved = resolve_moves(root)
     conflicts = unmerged_paths(root)
     if conflicts:
         return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts}
-    if pulled.returncode != 0:
+    if resolved:
+        git(root, "commit", "-q", "--no-edit")
+    elif pulled.returncode != 0:
         raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip().splitlines()[-1:]}")
     git(root, "push", "-q")
     return {"committed": committed, "pulled": True, "pushed": True, "conflicts": []}
+
+
+# ---------------------------------------------------------------- moved on one side, changed on the other
+
+def resolve_moves(root: Path) -> list[str]:
+    """Finish what git's rename detection missed: a note archived (or restored) on one side
+    and changed on the other. A grade rewrites a third of a short note's lines, so git may
+    not see the move as a rename and stops on "modified here, deleted there". The note
+    moved to `archive/<same path>` (or back), so its other half is known: merge both
+    versions (the note driver) into the moved file and drop the old path. Returns the
+    notes resolved; other conflicts are left as they are."""
+    top = repository_of(root)
+    if top is None:
+        return []
+    done = []
+    for line in git(top, "status", "--porcelain", "-z").stdout.split("\0"):
+        code, rel = line[:2], line[3:]
+        if code not in ("UD", "DU") or not rel.endswith(".md"):
+            continue
+        vault_rel, note_rel = _split_vault_path(rel)
+        partner_rel = note_rel[len("archive/"):] if note_rel.startswith("archive/") else f"archive/{note_rel}"
+        partner = top / vault_rel / partner_rel if vault_rel else top / partner_rel
+        if not partner.is_file():
+            continue
+        base = _stage(top, 1, rel)
+        changed = _stage(top, 2 if code == "UD" else 3, rel)
+        moved = _read_text(partner)
+        ours, theirs = (changed, moved) if code == "UD" else (moved, changed)
+        heads = git(top, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).stdout.strip()
+        merged = _merge_note(base, ours, theirs, partner.relative_to(top).as_posix(), top, heads or None)
+        if merged.conflict:
+            continue
+        partner.write_bytes(merged.text.encode("utf-8"))
+        git(top, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        (top / rel).unlink(missing_ok=True)
+        git(top, "add", "--", partner.relative_to(top).as_posix())
+        done.append(rel)
+    return done
+
+
+def _stage(top: Path, number: int, rel: str) -> str:
+    shown = subprocess.run(["git", "show", f":{number}:{rel}"], cwd=top, capture_output=True)
+    return shown.stdout.decode("utf-8") if shown.returncode == 0 else ""
 
 
 # ---------------------------------------------------------------- the drivers
@@ -221,17 +267,18 @@ def run_driver(kind: str, base_file: str, ours_file: str, theirs_file: str, path
     return 1 if conflict else 0
 
 
-def _merge_note(base: str, ours: str, theirs: str, path: str):
+def _merge_note(base: str, ours: str, theirs: str, path: str, top: Path | None = None,
+                their_commit: str | None = None):
     from vaultmem.config import load_config
     from vaultmem.core.merge import merge_note
     from vaultmem.vault import Vault
 
-    top = Path.cwd()  # git runs drivers at the top of the work tree
+    top = top or Path.cwd()  # git runs drivers at the top of the work tree
     vault_rel, rel = _split_vault_path(path)
     root = top / vault_rel
     vault = Vault(root, load_config(root / ".vaultmem" / "config.yaml"))
     defaults = vault.defaults_for(rel, root / rel)
-    reviews = _reviews_of_both_sides(top, vault_rel, ours, theirs, rel, defaults)
+    reviews = _reviews_of_both_sides(top, vault_rel, ours, theirs, rel, defaults, their_commit)
     return merge_note(base, ours, theirs, rel, defaults, vault.config, merge_text, reviews)
 
 
@@ -244,14 +291,16 @@ def _split_vault_path(path: str) -> tuple[str, str]:
     return "", Path(path).as_posix()
 
 
-def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, rel: str, defaults: dict):
-    """This note's review-log lines on our side (the work tree's log: git merges only over a
-    clean one) and on theirs (the log of the commit being merged, which `git merge` names in
-    GITHEAD_<sha>). None when their commit is unknown (a rebase, a cherry-pick)."""
+def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, rel: str, defaults: dict,
+                           their_commit: str | None = None):
+    """This note's review-log lines on our side (HEAD's log) and on theirs (the log of the
+    commit being merged, which `git merge` names in GITHEAD_<sha> while drivers run).
+    None when their commit is unknown (a rebase, a cherry-pick)."""
     from vaultmem.core.note import parse
     from vaultmem.errors import NoteError
 
-    heads = [key[len("GITHEAD_"):] for key in os.environ if key.startswith("GITHEAD_")]
+    heads = [their_commit] if their_commit else [key[len("GITHEAD_"):] for key in os.environ
+                                                 if key.startswith("GITHEAD_")]
     if len(heads) != 1:
         return None
     try:
@@ -261,12 +310,13 @@ def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, re
     except NoteError:
         return None
     log = f"{vault_rel}/.vaultmem/reviews.jsonl" if vault_rel else ".vaultmem/reviews.jsonl"
-    mine = _read_text(top / log)
-    done = subprocess.run(["git", "show", f"{heads[0]}:{log}"], cwd=top, capture_output=True)
-    if done.returncode != 0:
-        return None
-    other = done.stdout.decode("utf-8", "replace")
-    return _lines_of(mine, note_id), _lines_of(other, note_id)
+    sides = []
+    for commit in ("HEAD", heads[0]):
+        done = subprocess.run(["git", "show", f"{commit}:{log}"], cwd=top, capture_output=True)
+        if done.returncode != 0:
+            return None
+        sides.append(_lines_of(done.stdout.decode("utf-8", "replace"), note_id))
+    return sides[0], sides[1]
 
 
 def _lines_of(text: str, note_id: str) -> list[dict]:
