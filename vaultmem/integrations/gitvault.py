@@ -224,8 +224,7 @@ def resolve_moves(root: Path) -> list[str]:
 
 
 def _stage(top: Path, number: int, rel: str) -> str:
-    shown = subprocess.run(["git", "show", f":{number}:{rel}"], cwd=top, capture_output=True)
-    return shown.stdout.decode("utf-8") if shown.returncode == 0 else ""
+    return _show(top, f":{number}:{rel}")
 
 
 # ---------------------------------------------------------------- the drivers
@@ -278,8 +277,32 @@ def _merge_note(base: str, ours: str, theirs: str, path: str, top: Path | None =
     root = top / vault_rel
     vault = Vault(root, load_config(root / ".vaultmem" / "config.yaml"))
     defaults = vault.defaults_for(rel, root / rel)
+    their_commit = their_commit or _their_commit()
+    if not base.strip() and their_commit:
+        base = _moved_from_base(top, vault_rel, rel, their_commit)
     reviews = _reviews_of_both_sides(top, vault_rel, ours, theirs, rel, defaults, their_commit)
     return merge_note(base, ours, theirs, rel, defaults, vault.config, merge_text, reviews)
+
+
+def _their_commit() -> str | None:
+    """The commit being merged: `git merge` names it in GITHEAD_<sha> while drivers run."""
+    heads = [key[len("GITHEAD_"):] for key in os.environ if key.startswith("GITHEAD_")]
+    return heads[0] if len(heads) == 1 else None
+
+
+def _moved_from_base(top: Path, vault_rel: str, rel: str, their_commit: str) -> str:
+    """For a note both sides archived (or restored) without git seeing a rename, git gives
+    no ancestor (an add/add): it is the note at its old path in the merge base."""
+    old = rel[len("archive/"):] if rel.startswith("archive/") else f"archive/{rel}"
+    base = git(top, "merge-base", "HEAD", their_commit, check=False).stdout.strip()
+    if not base:
+        return ""
+    return _show(top, f"{base}:{vault_rel}/{old}" if vault_rel else f"{base}:{old}")
+
+
+def _show(top: Path, spec: str) -> str:
+    shown = subprocess.run(["git", "show", spec], cwd=top, capture_output=True)
+    return shown.stdout.decode("utf-8", "replace") if shown.returncode == 0 else ""
 
 
 def _split_vault_path(path: str) -> tuple[str, str]:
@@ -299,10 +322,9 @@ def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, re
     from vaultmem.core.note import parse
     from vaultmem.errors import NoteError
 
-    heads = [their_commit] if their_commit else [key[len("GITHEAD_"):] for key in os.environ
-                                                 if key.startswith("GITHEAD_")]
-    if len(heads) != 1:
+    if not their_commit:
         return None
+    heads = [their_commit]
     try:
         note_id = parse(ours, rel, defaults).id
         if parse(theirs, rel, defaults).id != note_id:
@@ -310,12 +332,7 @@ def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, re
     except NoteError:
         return None
     log = f"{vault_rel}/.vaultmem/reviews.jsonl" if vault_rel else ".vaultmem/reviews.jsonl"
-    sides = []
-    for commit in ("HEAD", heads[0]):
-        done = subprocess.run(["git", "show", f"{commit}:{log}"], cwd=top, capture_output=True)
-        if done.returncode != 0:
-            return None
-        sides.append(_lines_of(done.stdout.decode("utf-8", "replace"), note_id))
+    sides = [_lines_of(_show(top, f"{commit}:{log}"), note_id) for commit in ("HEAD", heads[0])]
     return sides[0], sides[1]
 
 
