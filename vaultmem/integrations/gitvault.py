@@ -189,30 +189,41 @@ def sync(vault, message: str) -> dict:
 
 def resolve_moves(root: Path) -> list[str]:
     """Finish what git's rename detection missed: a note archived (or restored) on one side
-    and changed on the other. A grade rewrites a third of a short note's lines, so git may
-    not see the move as a rename and stops on "modified here, deleted there". The note
-    moved to `archive/<same path>` (or back), so its other half is known: merge both
-    versions (the note driver) into the moved file and drop the old path. Returns the
-    notes resolved; other conflicts are left as they are."""
+    and changed, or archived too, on the other. A grade rewrites a third of a short note's
+    lines, so git may not see the move as a rename and stops on "modified here, deleted
+    there", or on two adds of the archived file (the driver merged their text, but git
+    stops on the names). The note moved to `archive/<same path>` (or back), so its other
+    half is known: merge both versions (the note driver) into the moved file and drop the
+    old path. Returns the paths resolved; other conflicts are left as they are."""
+    from vaultmem.core.note import has_conflict_markers
+
     top = repository_of(root)
     if top is None:
         return []
+    entries = [(line[:2], line[3:]) for line in git(top, "status", "--porcelain", "-z").stdout.split("\0")
+               if len(line) > 3 and line[3:].endswith(".md")]
     done = []
-    for line in git(top, "status", "--porcelain", "-z").stdout.split("\0"):
-        code, rel = line[:2], line[3:]
-        if code not in ("UD", "DU") or not rel.endswith(".md"):
+    for code, rel in entries:  # first the names: both added (the text merged), both deleted
+        if code in ("AA", "AU", "UA") and (top / rel).is_file() and not has_conflict_markers(_read_text(top / rel)):
+            git(top, "add", "--", rel)
+            done.append(rel)
+        elif code == "DD":
+            git(top, "rm", "-q", "--cached", "--", rel)
+            done.append(rel)
+    merge_head = git(top, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).stdout.strip() or None
+    for code, rel in entries:  # then the changes made where the other side moved the note away
+        if code not in ("UD", "DU"):
             continue
         vault_rel, note_rel = _split_vault_path(rel)
         partner_rel = note_rel[len("archive/"):] if note_rel.startswith("archive/") else f"archive/{note_rel}"
         partner = top / vault_rel / partner_rel if vault_rel else top / partner_rel
-        if not partner.is_file():
+        if not partner.is_file() or partner.relative_to(top).as_posix() in unmerged_paths(top):
             continue
         base = _stage(top, 1, rel)
         changed = _stage(top, 2 if code == "UD" else 3, rel)
         moved = _read_text(partner)
         ours, theirs = (changed, moved) if code == "UD" else (moved, changed)
-        heads = git(top, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).stdout.strip()
-        merged = _merge_note(base, ours, theirs, partner.relative_to(top).as_posix(), top, heads or None)
+        merged = _merge_note(base, ours, theirs, partner.relative_to(top).as_posix(), top, merge_head)
         if merged.conflict:
             continue
         partner.write_bytes(merged.text.encode("utf-8"))
