@@ -282,3 +282,26 @@ def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_
     assert not (a / note.path[len("archive/"):]).exists()
     vaultmem(a, "verify", "--strict")
     assert git(a, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.slow
+def test_a_note_graded_and_archived_on_both_sides_ends_archived_once(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    for root, hour, days in ((a, 9, 1), (b, 11, 5)):
+        vault = Vault(root)
+        for day in range(7, 7 + days):  # on B too changed for git to see the move as a rename
+            at(monkeypatch, f"2026-01-{day:02d}T{hour:02d}:00:00")
+            vault.grade(ids["cache"], "again" if day == 7 else "good")
+        vault.archive(ids["cache"], reason="retired")
+        commit(root, root.name)
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    stopped = git(a, "merge", "--no-edit", "incoming", check=False)
+    assert stopped.returncode != 0 and "rename/delete" in stopped.stdout  # git saw A's move, not B's
+    if stopped.returncode != 0:
+        vaultmem(a, "git", "resolve")
+        git(a, "commit", "-q", "--no-edit")
+    assert git(a, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    matches = Vault(a).find(ids["cache"])
+    assert len(matches) == 1 and matches[0].path.startswith("archive/") and matches[0].reps == 7
+    vaultmem(a, "verify", "--strict")
