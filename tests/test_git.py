@@ -305,3 +305,27 @@ def test_a_note_graded_and_archived_on_both_sides_ends_archived_once(origin, mon
     matches = Vault(a).find(ids["cache"])
     assert len(matches) == 1 and matches[0].path.startswith("archive/") and matches[0].reps == 7
     vaultmem(a, "verify", "--strict")
+
+
+@pytest.mark.slow
+def test_a_body_conflict_on_a_note_archived_on_one_side_is_left_at_the_archived_path(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    rel = Vault(origin_root).get(ids["db"]).path
+    (a / rel).write_text((a / rel).read_text().replace("port 5433", "port 5433 (said A)"))
+    commit(a, "a")
+    vb = Vault(b)
+    for day in range(7, 12):
+        at(monkeypatch, f"2026-01-{day:02d}T10:00:00")
+        vb.grade(ids["db"], "good")
+    (b / rel).write_text((b / rel).read_text().replace("port 5433", "port 5433 (said B)"))
+    vb.archive(ids["db"], reason="retired")
+    commit(b, "b")
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    assert git(a, "merge", "--no-edit", "incoming", check=False).returncode != 0
+    vaultmem(a, "git", "resolve", expect=3)
+    left = git(a, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    assert left == [f"archive/{rel}"] and not (a / rel).exists()
+    text = (a / left[0]).read_text()
+    assert "said A" in text and "said B" in text and "<<<<<<<" in text.split("\n---\n", 1)[1]
+    assert f"unresolved merge conflict in archive/{rel}" in vaultmem(a, "grade", ids["db"], "good", expect=2).output

@@ -223,15 +223,28 @@ def resolve_moves(root: Path) -> list[str]:
         changed = _stage(top, 2 if code == "UD" else 3, rel)
         moved = _read_text(partner)
         ours, theirs = (changed, moved) if code == "UD" else (moved, changed)
-        merged = _merge_note(base, ours, theirs, partner.relative_to(top).as_posix(), top, merge_head)
-        if merged.conflict:
-            continue
+        moved_rel = partner.relative_to(top).as_posix()
+        merged = _merge_note(base, ours, theirs, moved_rel, top, merge_head)
         partner.write_bytes(merged.text.encode("utf-8"))
         git(top, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
         (top / rel).unlink(missing_ok=True)
-        git(top, "add", "--", partner.relative_to(top).as_posix())
-        done.append(rel)
+        if merged.conflict:  # a true body conflict, now at the moved path: left for a person, as git would
+            _mark_unmerged(top, moved_rel, base, ours, theirs)
+        else:
+            git(top, "add", "--", moved_rel)
+            done.append(rel)
     return done
+
+
+def _mark_unmerged(top: Path, rel: str, base: str, ours: str, theirs: str) -> None:
+    """Put `rel` in the index as git leaves a conflicted file (stages 1-3), so `git status`
+    names it and nothing commits it with its markers."""
+    blobs = [subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=top, input=text.encode("utf-8"),
+                            capture_output=True, check=True).stdout.decode().strip() for text in (base, ours, theirs)]
+    entries = [f"0 {'0' * len(blobs[0])}\t{rel}"]  # drop stage 0 (40 zeros, or 64 in a SHA-256 repository)
+    entries += [f"100644 {blob} {stage}\t{rel}" for stage, blob in enumerate(blobs, 1)]
+    subprocess.run(["git", "update-index", "--index-info"], cwd=top, input=("\n".join(entries) + "\n").encode(),
+                   capture_output=True, check=True)
 
 
 def _stage(top: Path, number: int, rel: str) -> str:
