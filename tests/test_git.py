@@ -258,6 +258,21 @@ def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
         assert git(root, "status", "--porcelain").stdout == ""
 
 
+def grade_then_archive(root: Path, note_id: str, first_day: int, grades: int, monkeypatch, hour: int = 10,
+                       edit: str | None = None) -> None:
+    """Grade a note on `grades` days (the first `again`), optionally edit its text, archive it, commit:
+    from 5 grades on, git no longer sees the move to archive/ as a rename."""
+    vault = Vault(root)
+    for day in range(first_day, first_day + grades):
+        at(monkeypatch, f"2026-01-{day:02d}T{hour:02d}:00:00")
+        vault.grade(note_id, "again" if day == first_day else "good")
+    if edit:
+        path = root / vault.get(note_id).path
+        path.write_text(path.read_text().replace("port 5433", edit))
+    vault.archive(note_id, reason="retired")
+    commit(root, root.name)
+
+
 @pytest.mark.slow
 def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_archive(origin, monkeypatch):
     origin_root, ids = origin
@@ -265,12 +280,7 @@ def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_
     at(monkeypatch, "2026-01-07T09:00:00")
     Vault(a).grade(ids["cache"], "hard")
     commit(a, "a")
-    vb = Vault(b)
-    for day in range(8, 13):  # graded, then archived: too changed for git to see the move as a rename
-        at(monkeypatch, f"2026-01-{day:02d}T10:00:00")
-        vb.grade(ids["cache"], "again" if day == 8 else "good")
-    vb.archive(ids["cache"], reason="retired")
-    commit(b, "b")
+    grade_then_archive(b, ids["cache"], 8, 5, monkeypatch)
     git(a, "fetch", "-q", str(b), "main:incoming")
     merged = git(a, "merge", "--no-edit", "incoming", check=False)
     assert merged.returncode != 0 and "deleted in incoming" in merged.stdout  # git saw no rename
@@ -288,13 +298,8 @@ def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_
 def test_a_note_graded_and_archived_on_both_sides_ends_archived_once(origin, monkeypatch):
     origin_root, ids = origin
     a, b = clone(origin_root, "a"), clone(origin_root, "b")
-    for root, hour, days in ((a, 9, 1), (b, 11, 5)):
-        vault = Vault(root)
-        for day in range(7, 7 + days):  # on B too changed for git to see the move as a rename
-            at(monkeypatch, f"2026-01-{day:02d}T{hour:02d}:00:00")
-            vault.grade(ids["cache"], "again" if day == 7 else "good")
-        vault.archive(ids["cache"], reason="retired")
-        commit(root, root.name)
+    grade_then_archive(a, ids["cache"], 7, 1, monkeypatch, hour=9)
+    grade_then_archive(b, ids["cache"], 7, 5, monkeypatch)  # on B too changed for git to see the move
     git(a, "fetch", "-q", str(b), "main:incoming")
     stopped = git(a, "merge", "--no-edit", "incoming", check=False)
     assert stopped.returncode != 0 and "rename/delete" in stopped.stdout  # git saw A's move, not B's
@@ -314,13 +319,7 @@ def test_a_body_conflict_on_a_note_archived_on_one_side_is_left_at_the_archived_
     rel = Vault(origin_root).get(ids["db"]).path
     (a / rel).write_text((a / rel).read_text().replace("port 5433", "port 5433 (said A)"))
     commit(a, "a")
-    vb = Vault(b)
-    for day in range(7, 12):
-        at(monkeypatch, f"2026-01-{day:02d}T10:00:00")
-        vb.grade(ids["db"], "good")
-    (b / rel).write_text((b / rel).read_text().replace("port 5433", "port 5433 (said B)"))
-    vb.archive(ids["db"], reason="retired")
-    commit(b, "b")
+    grade_then_archive(b, ids["db"], 7, 5, monkeypatch, edit="port 5433 (said B)")
     git(a, "fetch", "-q", str(b), "main:incoming")
     assert git(a, "merge", "--no-edit", "incoming", check=False).returncode != 0
     vaultmem(a, "git", "resolve", expect=3)
