@@ -26,6 +26,13 @@ def git_identity(tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("VAULTMEM_NO_SERVER", "1")
+    yield
+    # Recall keeps one warm engine per vault in this process (open catalogs and index files):
+    # these vaults are gone after the test, so their engines go too (the suite shares one process).
+    from vaultmem.search import engine
+
+    for key in [k for k in engine._ENGINES if k[0].startswith(str(tmp_path))]:
+        engine._ENGINES.pop(key).vault.forget_catalog()
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
