@@ -143,6 +143,8 @@ class Vault:
         from vaultmem.store.ledger import content_hash
 
         last = self.ledger.last(note.id)
+        if last is not None and last.get("op") == "merge":
+            return None  # the text a merge made: the merge record vouches for it, the change records the rest
         if last is None or last.get("content") != content_hash(text):
             detail = {"noticed_by": noticed_by}
             if last is None:
@@ -221,7 +223,7 @@ class Vault:
         """The note with this id (or, for hand-written notes, this file name)."""
         matches = self.find(note_id) or self.by_original_id(note_id)
         if not matches:
-            problem = self.catalog().problem_of_stem(str(note_id).strip())
+            problem = self.catalog().problem_of(str(note_id).strip())
             if problem is not None:
                 path, message = problem
                 raise NoteError(path, message.split("; ")[0], message.split("; ", 1)[-1])

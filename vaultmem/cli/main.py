@@ -64,19 +64,23 @@ def cli(vault_path, as_json, quiet):
 @click.option("--local", is_flag=True, help="With --claude-code: this project's settings.local.json, local MCP scope.")
 @click.option("--core-only", is_flag=True, help="With --claude-code: SessionStart injects only L2 and L3 memories.")
 @click.option("--command", "command", default=None, help="With --claude-code: how hooks and MCP run vaultmem.")
+@click.option("--git", "with_git", is_flag=True,
+              help="Inside a git repository: also set up vaultmem's merge drivers (`vaultmem git install`).")
 @common
-def init(path, with_obsidian, claude_code, project, local, core_only, command, out, vault_path):
+def init(path, with_obsidian, claude_code, project, local, core_only, command, with_git, out, vault_path):
     """Create a vault, or add what is missing to an existing (Obsidian) folder.
 
     With --claude-code, in one step: the vault, vaultmem's hooks in Claude
     Code's settings (as `hooks install`) and the MCP server registered
     (`.mcp.json` with --project, else `claude mcp add`), all using this vault.
-    With --obsidian, the Obsidian plugin too.
+    With --obsidian, the Obsidian plugin too. Inside a git repository it says how
+    to set up merging (or does it with --git); it never asks.
 
     Example: vaultmem init ~/vaults/agent --claude-code --obsidian
     """
     from pathlib import Path
 
+    from vaultmem.integrations import gitvault
     from vaultmem.vault import init_vault
 
     root = Path(path or vault_path or ".").expanduser().resolve()
@@ -102,6 +106,18 @@ def init(path, with_obsidian, claude_code, project, local, core_only, command, o
         human += f"\nObsidian plugin installed in {data['obsidian']['plugin_dir']}; reload Obsidian to use it"
     else:
         human += f"\nto review and grade in Obsidian: vaultmem obsidian install {root}"
+    setup = gitvault.status(root)
+    git = None
+    if setup.repository:
+        git = {"installed": gitvault.install(root) if with_git else [], "hint": None}
+        if not with_git and not setup.installed:
+            git["hint"] = f"this vault is in the git repository {setup.repository}: `vaultmem git install` sets " \
+                          "up merging of notes, logs and the ledger between branches and clones"
+    if git and git["installed"]:
+        human += "\ngit merge drivers set up (.gitattributes, .git/config): commit .gitattributes"
+    elif git and git["hint"]:
+        human += "\n" + git["hint"]
+    data["git"] = git
     out.emit(data, human)
 
 
@@ -211,7 +227,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, out,
         vault = _vault(vault_path)
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope)
         hits = hit_dicts(found, clock_now(), vault.config)
-        problems = [p for p, _m in vault.catalog().problems]
+        problems = vault.catalog().problems
         model_problem = engine_for(vault).model_problem
     from vaultmem.cli.output import print_recall
 
@@ -385,6 +401,7 @@ def review(limit, out, vault_path):
     vault = _vault(vault_path)
     now = clock_now()
     due = due_for_review(vault.notes(), now, vault.config)[:limit]
+    _warn_problems(vault, out)
     data = [_note_json(n, now, vault.config) for n, _r in due]
     rows = [[n.id, n.namespace, "-" if r is None else f"{r:.2f}", n.state, _short(n.summary, 60)] for n, r in due]
     out.emit(data, _table(rows, ["ID", "NAMESPACE", "RETRIEVABILITY", "STATE", "TEXT"]) or "nothing is due")
@@ -404,6 +421,7 @@ def top(count, namespace, out, vault_path):
     vault = _vault(vault_path)
     notes = [n for n in vault.notes() if in_namespace(n.namespace, namespace)]
     notes = sorted(notes, key=lambda n: (-n.strength, -n.reps, n.created))[:count]
+    _warn_problems(vault, out)
     now = clock_now()
     out.emit([_note_json(n, now, vault.config) for n in notes],
              _table(_note_rows(notes, now, vault.config), NOTE_HEADERS) or "no notes")
@@ -425,6 +443,7 @@ def prompt(max_tokens, namespace, core_only, out, vault_path):
 
     vault = _vault(vault_path)
     block = vault.prompt(max_tokens, namespace, core_only=core_only)
+    _warn_problems(vault, out)
     out.emit(block.to_dict(clock_now(), vault.config), block.text or "no memories yet")
 
 
@@ -573,9 +592,10 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from vaultmem.cli import agents, obsidian, schedule, seed, trust  # noqa: E402 - their commands join the group above
+from vaultmem.cli import agents, gitcmd, obsidian, schedule, seed, trust  # noqa: E402 - their commands join the group
 
-for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS, *schedule.COMMANDS, *obsidian.COMMANDS):
+for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS, *schedule.COMMANDS, *obsidian.COMMANDS,
+                 *gitcmd.COMMANDS):
     cli.add_command(_command)
 for _command in seed.aliases(cli):
     cli.add_command(_command)

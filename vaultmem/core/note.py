@@ -64,6 +64,21 @@ _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff
 
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
 
+# What git writes into a file it could not merge: `<<<<<<< ours`, `=======`, `>>>>>>> theirs`.
+_CONFLICT_MARKERS = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.MULTILINE)
+
+
+def has_conflict_markers(text: str) -> bool:
+    """Whether `text` holds both ends of a conflict git left unresolved (at the left edge)."""
+    if "<<<<<<<" not in text:
+        return False
+    return len({match.group(1) for match in _CONFLICT_MARKERS.finditer(text)}) == 2
+
+
+def conflict_error(path: str) -> NoteError:
+    return NoteError(path, f"unresolved merge conflict in {path}",
+                     "keep the right lines, delete the <<<<<<< ======= >>>>>>> markers, then `git add` the file")
+
 
 # ---------------------------------------------------------------- splitting
 
@@ -225,6 +240,8 @@ def parse(text: str, path: str, defaults: dict) -> Note:
     frontmatter that is not a set of properties, an alias or a repeated
     property (`load_frontmatter`), or a property of the wrong kind.
     """
+    if has_conflict_markers(text):
+        raise conflict_error(path)
     block, body = split_frontmatter(text)
     data = load_frontmatter(block, path).data if block is not None else {}
 

@@ -107,7 +107,7 @@ def request_handler(engine):
                              request.get("kind"), _scope(request.get("include_hidden")), sync=False, now=now)
         problems = engine.vault.catalog().problems
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
-                "problems": [p for p, _m in problems], "model_problem": engine.model_problem}
+                "problems": [list(p) for p in problems], "model_problem": engine.model_problem}
 
     return handle
 
