@@ -8096,20 +8096,11 @@ function summary(note) {
   if (note.type === "skill") return (lines.find((l) => l.startsWith("# ")) ?? lines[0] ?? "").replace(/^# /, "");
   return lines.join(" ");
 }
-var ReviewView = class extends import_obsidian2.ItemView {
+var VaultmemView = class extends import_obsidian2.ItemView {
   constructor(leaf, plugin) {
     super(leaf);
     this.plugin = plugin;
     this.generation = 0;
-  }
-  getViewType() {
-    return REVIEW_VIEW;
-  }
-  getDisplayText() {
-    return "vaultmem review";
-  }
-  getIcon() {
-    return "brain";
   }
   async onOpen() {
     await this.refresh();
@@ -8119,6 +8110,17 @@ var ReviewView = class extends import_obsidian2.ItemView {
     const generation = ++this.generation;
     await this.render(root);
     if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+};
+var ReviewView = class extends VaultmemView {
+  getViewType() {
+    return REVIEW_VIEW;
+  }
+  getDisplayText() {
+    return "vaultmem review";
+  }
+  getIcon() {
+    return "brain";
   }
   async render(root) {
     this.contentEl.classList.add("vaultmem-review");
@@ -8152,12 +8154,7 @@ var ReviewView = class extends import_obsidian2.ItemView {
     return this.plugin.grade(note.path, rating);
   }
 };
-var ProvenanceView = class extends import_obsidian2.ItemView {
-  constructor(leaf, plugin) {
-    super(leaf);
-    this.plugin = plugin;
-    this.generation = 0;
-  }
+var ProvenanceView = class extends VaultmemView {
   getViewType() {
     return PROVENANCE_VIEW;
   }
@@ -8166,15 +8163,6 @@ var ProvenanceView = class extends import_obsidian2.ItemView {
   }
   getIcon() {
     return "git-fork";
-  }
-  async onOpen() {
-    await this.refresh();
-  }
-  async refresh() {
-    const root = document.createElement("div");
-    const generation = ++this.generation;
-    await this.render(root);
-    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
   }
   async render(root) {
     this.contentEl.classList.add("vaultmem-provenance");
