@@ -8027,6 +8027,13 @@ async function gradeNote(io, path, rating, now, options = {}) {
     if (note.status === "archived") {
       throw new NoteError(path, `${note.id} is archived`, `\`vaultmem restore ${note.id}\` first`);
     }
+    if (note.status === "suspended") {
+      throw new NoteError(
+        path,
+        `${note.id} is suspended (a leech: graded wrong ${note.lapses} times)`,
+        `check it, fix its text if needed, then \`vaultmem restore ${note.id}\` to grade it again`
+      );
+    }
     const [changes, log] = grade(note, rating, now, config);
     record = log;
     if (rating === "good" || rating === "easy") Object.assign(changes, withEvidence(note, options.session ?? "", options.project ?? "", now));
@@ -8089,20 +8096,11 @@ function summary(note) {
   if (note.type === "skill") return (lines.find((l) => l.startsWith("# ")) ?? lines[0] ?? "").replace(/^# /, "");
   return lines.join(" ");
 }
-var ReviewView = class extends import_obsidian2.ItemView {
+var VaultmemView = class extends import_obsidian2.ItemView {
   constructor(leaf, plugin) {
     super(leaf);
     this.plugin = plugin;
     this.generation = 0;
-  }
-  getViewType() {
-    return REVIEW_VIEW;
-  }
-  getDisplayText() {
-    return "vaultmem review";
-  }
-  getIcon() {
-    return "brain";
   }
   async onOpen() {
     await this.refresh();
@@ -8112,6 +8110,17 @@ var ReviewView = class extends import_obsidian2.ItemView {
     const generation = ++this.generation;
     await this.render(root);
     if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
+  }
+};
+var ReviewView = class extends VaultmemView {
+  getViewType() {
+    return REVIEW_VIEW;
+  }
+  getDisplayText() {
+    return "vaultmem review";
+  }
+  getIcon() {
+    return "brain";
   }
   async render(root) {
     this.contentEl.classList.add("vaultmem-review");
@@ -8145,12 +8154,7 @@ var ReviewView = class extends import_obsidian2.ItemView {
     return this.plugin.grade(note.path, rating);
   }
 };
-var ProvenanceView = class extends import_obsidian2.ItemView {
-  constructor(leaf, plugin) {
-    super(leaf);
-    this.plugin = plugin;
-    this.generation = 0;
-  }
+var ProvenanceView = class extends VaultmemView {
   getViewType() {
     return PROVENANCE_VIEW;
   }
@@ -8159,15 +8163,6 @@ var ProvenanceView = class extends import_obsidian2.ItemView {
   }
   getIcon() {
     return "git-fork";
-  }
-  async onOpen() {
-    await this.refresh();
-  }
-  async refresh() {
-    const root = document.createElement("div");
-    const generation = ++this.generation;
-    await this.render(root);
-    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
   }
   async render(root) {
     this.contentEl.classList.add("vaultmem-provenance");
@@ -8286,7 +8281,11 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
         id: `grade-${rating}`,
         name: `Grade this memory: ${rating}`,
         hotkeys: [{ modifiers: ["Mod", "Shift"], key: HOTKEY_KEYS[rating] }],
-        checkCallback: (checking) => this.onNote(checking, (file) => this.grade(file.path, rating), (f) => !f.path.startsWith(ARCHIVE_DIR + "/"))
+        checkCallback: (checking) => this.onNote(
+          checking,
+          (file) => this.grade(file.path, rating),
+          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && String(this.frontmatter(f).status ?? "") !== "suspended"
+        )
       });
     }
     this.addCommand({

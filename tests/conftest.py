@@ -37,6 +37,20 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("VAULTMEM_NOW", T0)
     monkeypatch.setenv("VAULTMEM_AUTOWATCH", "off")  # tests that want the hook to start a watcher say so
+    monkeypatch.setenv("VAULTMEM_AUTODECAY", "off")  # ... or a background decay
+    yield
+    _forget_engines()
+
+
+def _forget_engines() -> None:
+    """Close the recall engines this test's vaults left in the process-wide cache (each holds a
+    catalog connection and index files: over a whole run they passed select()'s 1024 descriptors)."""
+    engine_module = sys.modules.get("vaultmem.search.engine")
+    if engine_module is None:
+        return
+    for engine in engine_module._ENGINES.values():
+        engine.vault.forget_catalog()
+    engine_module._ENGINES.clear()
 
 
 @pytest.fixture

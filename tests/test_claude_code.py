@@ -52,7 +52,7 @@ def test_install_into_a_fresh_settings_file_then_again_then_uninstall(tmp_path):
     settings = json.loads(path.read_text())
     found = ours(settings)
     assert sorted(found) == sorted(EVENTS) and all(len(v) == 1 for v in found.values())
-    assert found["PreToolUse"][0][0] == "Bash" and found["SessionStart"][0][0] is None
+    assert found["PreToolUse"][0][0] == "Bash|Write|Edit|MultiEdit" and found["SessionStart"][0][0] is None
     for [(_matcher, entry)] in found.values():
         assert entry["type"] == "command" and isinstance(entry["timeout"], int)
         assert entry["command"].startswith(sys.executable) and " -m vaultmem hook " in entry["command"]
@@ -97,7 +97,8 @@ def test_install_keeps_other_hooks_and_uninstall_restores_the_exact_bytes(tmp_pa
         assert settings[key] == EXISTING[key]
     for event, groups in EXISTING["hooks"].items():
         assert settings["hooks"][event][:len(groups)] == groups  # theirs first, untouched
-    assert settings["hooks"]["PreToolUse"][2] == {"matcher": "Bash", "hooks": [ours(settings)["PreToolUse"][0][1]]}
+    assert settings["hooks"]["PreToolUse"][2] == {"matcher": "Bash|Write|Edit|MultiEdit",
+                                                  "hooks": [ours(settings)["PreToolUse"][0][1]]}
     assert settings["hooks"]["Notification"] == EXISTING["hooks"]["Notification"]
     assert all(len(v) == 1 for v in ours(settings).values())
 
@@ -144,6 +145,8 @@ def test_user_project_and_local_settings_paths(tmp_path, monkeypatch):
     assert local["Stop"][0][1]["command"].endswith(f"hook stop --vault {tmp_path / 'v'}")
     status = json.loads(invoke("hooks", "status", "--json", env={"CLAUDE_CONFIG_DIR": str(config)}).stdout)
     assert [sorted(f["hooks"]) for f in status["files"]] == [sorted(EVENTS)] * 3
+    documented = invoke("hooks", "status", "--claude-code", "--json", env={"CLAUDE_CONFIG_DIR": str(config)})
+    assert json.loads(documented.stdout) == status, "--claude-code is accepted, as the README writes it"
     invoke("hooks", "install", "--user", "--project", expect=2)
 
 
@@ -495,3 +498,69 @@ def test_install_skill_writes_the_skill_with_the_exact_syntax(tmp_path):
     invoke("install-skill", str(other), expect=2)
     invoke("install-skill", str(other), "--force")
     assert "name: vaultmem" in (other / "SKILL.md").read_text()
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit"])
+def test_pre_tool_use_sends_claude_codes_memory_file_to_vaultmem(tool, filled, tmp_path):
+    memory = tmp_path / ".claude" / "projects" / "-work-api" / "memory" / "MEMORY.md"
+    payload = base("PreToolUse", tmp_path, tool_name=tool,
+                   tool_input={"file_path": str(memory), "content": "- The API runs on port 8080"})
+    reason = deny_reason(hook("pre-tool-use", payload, filled))
+    assert "not in Claude Code's MEMORY.md" in reason and f"vaultmem add \"TEXT\" -n projects/{tmp_path.name}" in reason
+    config = tmp_path / "claude-config"
+    elsewhere = base("PreToolUse", tmp_path, tool_name=tool, tool_input={"file_path": str(config / "MEMORY.md")})
+    assert deny_reason(hook("pre-tool-use", elsewhere, filled, CLAUDE_CONFIG_DIR=str(config)))
+    for allowed in (tmp_path / "docs" / "MEMORY.md", tmp_path / ".claude" / "CLAUDE.md"):
+        payload = base("PreToolUse", tmp_path, tool_name=tool, tool_input={"file_path": str(allowed)})
+        assert hook("pre-tool-use", payload, filled).stdout == "", allowed
+
+
+def test_pre_tool_use_moves_bracket_tags_to_the_tags_option(filled, tmp_path):
+    line = 'vaultmem add "[db, staging] Postgres is on 5433" -n work'
+    reason = deny_reason(hook("pre-tool-use", bash(tmp_path, line), filled))
+    assert "Tags go in --tags" in reason and "vaultmem add 'Postgres is on 5433' -n work --tags db,staging" in reason
+    assert check_bash('vaultmem add "[[Infra]] has the ports" -n work') is None, "a wiki link is not a tag"
+    assert check_bash('vaultmem add "Postgres is on 5433 [db]" -n work') is None
+
+
+def test_an_older_install_gets_the_new_pre_tool_use_matcher(tmp_path):
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "/old/python -m vaultmem hook pre-tool-use", "timeout": 10}]},
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}]}}
+    merged = merge_hooks(settings, "/new/python -m vaultmem")
+    assert [g["matcher"] for g in merged["hooks"]["PreToolUse"]] == ["Bash|Write|Edit|MultiEdit", "Bash"]
+
+
+def test_captured_sources_are_relative_to_home_or_the_project(filled, tmp_path):
+    """A vault shared in git must not carry /home/<user>/ in every captured note's source."""
+    home = tmp_path / "home"
+    transcript = home / ".claude" / "projects" / "-work-api" / "s1.jsonl"
+    transcript.parent.mkdir(parents=True)
+    write_transcript(transcript, transcript_lines())
+    project = tmp_path / "api"
+    (project / ".git").mkdir(parents=True)
+    before = {n.id for n in Vault(filled).notes()}
+    hook("stop", base("Stop", tmp_path, cwd=str(project), transcript_path=str(transcript)), filled, HOME=str(home))
+    sources = {n.source for n in Vault(filled).notes() if n.id not in before}
+    assert sources and all(s.startswith("~/.claude/projects/-work-api/s1.jsonl#L") for s in sources), sources
+    assert not any(str(tmp_path) in (filled / n.path).read_text() for n in Vault(filled).notes() if n.id not in before)
+
+
+def test_portable_path(tmp_path):
+    from vaultmem.ops.provenance import portable_path
+
+    project = tmp_path / "work" / "api"
+    (project / ".git").mkdir(parents=True)
+    home = tmp_path / "work"
+    assert portable_path(project / "logs" / "t.jsonl", cwd=project / "src", home=str(home)) == "logs/t.jsonl"
+    assert portable_path(home / ".claude" / "t.jsonl", cwd=project, home=str(home)) == "~/.claude/t.jsonl"
+    assert portable_path("/etc/t.jsonl", cwd=project, home=str(home)) == "/etc/t.jsonl"
+
+
+def test_portable_path_outside_a_repository_is_relative_to_home_only(tmp_path):
+    from vaultmem.ops.provenance import portable_path
+
+    folder = tmp_path / "scratch"
+    (folder / "home").mkdir(parents=True)
+    assert portable_path(folder / "home" / "t.jsonl", cwd=folder, home=str(tmp_path / "elsewhere")) == \
+        str(folder / "home" / "t.jsonl"), "a plain folder is no project: the path stays whole"

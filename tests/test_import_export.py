@@ -106,15 +106,18 @@ def test_agentmemory_sr_rows_keep_namespace_date_and_row_id(tmp_path):
     fmt, records = read(db)
     assert fmt == "agentmemory-sr"
     memories = [r for r in records if isinstance(r, Incoming)]
-    assert [m.text for m in memories] == ["Nick prefers short emails", "Orgo MRR is $25K", "Nick  prefers short emails"]
+    assert [m.text for m in memories] == ["The office wifi is on channel 6", "Nick prefers short emails",
+                                          "Orgo MRR is $25K", "Nick  prefers short emails"]
+    leech, *memories = memories
+    assert leech.extra["status"] == "suspended" and leech.extra["card"]["lapses"] == 8, "a leech stays a leech"
     first = memories[0]
     assert first.namespace == "preferences"
     assert first.source == f"{db}#a1b2c3d4e5f6"
     assert first.created.isoformat() == "2025-10-01T08:30:00+00:00"
     assert memories[1].created.isoformat() == "2025-11-15T15:00:00+00:00"  # converted to UTC
     assert "from Finance/overview.md" in memories[1].source
-    (skip,) = [r for r in records if isinstance(r, Skip)]
-    assert skip.source.endswith("#c3d4e5f6a1b2") and "suspended" in skip.reason
+    assert first.extra["original_id"] == "a1b2c3d4e5f6" and first.extra["card"]["stability"] == 12.5
+    assert not [r for r in records if isinstance(r, Skip)]
     assert db.read_bytes()[:16] == b"SQLite format 3\x00"  # opened read-only, untouched
 
 
@@ -169,7 +172,7 @@ def test_skillmem_sqlite_memory_items(tmp_path):
 def test_agent_brain_memory_json_and_knowledge_graph():
     _fmt, records = read(FIXTURES / "agent-brain" / "memory.json")
     first, second = records[0], records[1]
-    assert (first.namespace, first.tags, first.extra) == ("integration", ("api", "limits"), {"importance": 8})
+    assert (first.namespace, first.tags, first.extra) == ("integration", ("api", "limits"), {"original_id": "m1"})
     assert first.source.endswith("memory.json#memories[0] (m1)")
     assert second.tags == ("api", "backoff") and second.created.isoformat() == "2025-11-04T09:53:20+00:00"
     assert isinstance(records[2], Skip) and "deleted" in records[2].reason
@@ -197,7 +200,7 @@ def test_agent_brain_sqlite_is_read_by_its_columns(tmp_path):
     assert fmt == "agent-brain"
     memory, skip = records
     assert memory.text == "Deploys need a green CI run" and memory.namespace == "process"
-    assert memory.tags == ("ci", "deploy") and memory.extra == {"importance": 0.9}
+    assert memory.tags == ("ci", "deploy") and memory.extra == {"original_id": "1"}
     assert memory.created.isoformat() == "2025-10-09T08:53:20+00:00"  # epoch milliseconds
     assert memory.source == f"{tmp_path / 'brain.db'}#memories/1"
     assert isinstance(skip, Skip)
@@ -236,18 +239,18 @@ def test_import_agentmemory_sr_counts_sources_and_merges(vault_dir, run, tmp_pat
     db = agentmemory_sr_db(tmp_path / "memory.db", SR_ROWS)
     report = run.json("import", str(db))
     assert report["format"] == "agentmemory-sr"
-    assert report["counts"] == {"added": 2, "merged": 1, "unchanged": 0, "conflicts": 0, "skipped": 1, "errors": 0}
-    assert "suspended" in report["skipped"][0]["reason"]
+    assert report["counts"] == {"added": 3, "merged": 1, "unchanged": 0, "conflicts": 0, "skipped": 0, "errors": 0}
     assert report["merged"][0]["reason"] == "repeated in the import"
     vault = Vault(vault_dir)
     notes = {n.text: n for n in vault.notes()}
     assert set(notes) == {"Nick prefers short emails", "Orgo MRR is $25K"}
+    assert [n.status for n in vault.notes(include_hidden=True) if n.text.startswith("The office")] == ["suspended"]
     emails = notes["Nick prefers short emails"]
     assert emails.namespace == "preferences" and emails.source == f"{db}#a1b2c3d4e5f6"
     assert emails.created.isoformat() == "2025-10-01T08:30:00+00:00"
     before = files(vault_dir)
     again = run.json("import", str(db))  # importing twice changes nothing
-    assert again["counts"]["added"] == 0 and again["counts"]["merged"] == 3
+    assert again["counts"]["added"] == 0 and again["counts"]["merged"] == 4
     assert files(vault_dir) == before
 
 
@@ -277,7 +280,7 @@ def test_import_with_namespace_prefix_and_dry_run(vault_dir, run, lexical):
     assert sorted(a["namespace"] for a in report["added"]) == ["old/brain/decision", "old/brain/integration"]
     assert [s["reason"] for s in report["skipped"]] == ["deleted or forgotten in the source", "empty"]
     note = Vault(vault_dir).get(report["added"][0]["id"])
-    assert note.tags and note.source.startswith(str(FIXTURES / "agent-brain" / "memory.json"))
+    assert note.tags and note.source.startswith("tests/fixtures/import/agent-brain/memory.json#"), "project-relative"
 
 
 def test_import_skillmem_export_makes_skills(vault_dir, run, lexical):

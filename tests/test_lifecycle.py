@@ -118,3 +118,24 @@ def test_backfilled_memory_keeps_its_date_but_does_not_start_out_decayed(run):
     assert note["created"] == "2025-01-01T00:00:00" and note["updated"] == T0
     assert run.json("decay", now=days_after(1))["changes"] == []
     assert run.json("decay", now=days_after(31))["changes"][0]["changes"]["status"] == "stale"
+
+
+def test_staleness_is_scaled_by_use_as_agent_brain_does(run, vault_dir):
+    """Stale after 30 days x (1 + uses): a memory that helped three times has 120 days, not 30."""
+    unused = run.json("add", "The lunch order goes out at eleven", "-n", "x")
+    used = run.json("add", "Deploys go through the staging cluster first", "-n", "x")
+    for day in (0, 1, 2):
+        run("grade", used["id"], "good", now=days_after(day))
+    changed = {c["id"] for c in run.json("decay", now=days_after(2 + 31))["changes"] if c["changes"].get("status")}
+    assert changed == {unused["id"]}
+    assert run.json("show", used["id"], now=days_after(2 + 31))["status"] == "active"
+    run("decay", now=days_after(2 + 119))
+    assert run.json("show", used["id"])["status"] == "active"
+    run("decay", now=days_after(2 + 121))
+    assert run.json("show", used["id"])["status"] == "stale"
+
+    (vault_dir / ".vaultmem" / "config.yaml").write_text("lifecycle:\n  stale_per_use: 0\n")
+    fresh = run.json("add", "The printer is on floor two", "-n", "y", now=days_after(200))
+    run("grade", fresh["id"], "good", now=days_after(200))
+    run("decay", now=days_after(231))
+    assert run.json("show", fresh["id"])["status"] == "stale", "stale_per_use: 0 is the flat rule"

@@ -14,7 +14,7 @@ from tests.conftest import run_process
 TOOLS = {
     "recall": {"query"}, "get": {"id"}, "list": set(), "add": {"text", "namespace"},
     "learn": {"title", "steps", "namespace"}, "grade": {"id", "rating"}, "review": set(), "prompt": set(),
-    "correct": {"id", "text"}, "why": {"ref"},
+    "correct": {"id", "text"}, "why": {"ref"}, "update": {"id"}, "archive": {"id"}, "restore": {"id"},
 }
 
 
@@ -136,6 +136,36 @@ def test_mcp_tools_over_stdio(vault_dir, tmp_path):
 
     log = run_session(vault_dir, tmp_path, body)
     assert "Traceback" not in log, log
+
+
+def test_mcp_update_archive_restore(vault_dir, tmp_path):
+    async def body(session: ClientSession):
+        added = await session.call_tool("add", {"text": "The staging DB is on port 5433", "namespace": "work"})
+        note_id = added.structured_content["id"]
+        await session.call_tool("grade", {"id": note_id, "rating": "good"})
+        updated = await session.call_tool("update", {"id": note_id, "text": "The staging DB is on port 5433 (IPv6)",
+                                                     "tags": ["db", "#staging"], "tier": "L2"})
+        assert not updated.is_error, updated
+        note = updated.structured_content
+        assert note["text"] == "The staging DB is on port 5433 (IPv6)" and note["tags"] == ["db", "staging"]
+        assert note["tier"] == "L2" and note["reps"] == 1 and note["id"] == note_id, "same note, same schedule"
+        assert "nothing to update" in error_of(await session.call_tool("update", {"id": note_id}))
+        token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        assert "secret found" in error_of(await session.call_tool("update", {"id": note_id, "text": f"key {token}"}))
+
+        archived = await session.call_tool("archive", {"id": note_id, "reason": "moved to the wiki"})
+        assert archived.structured_content["status"] == "archived"
+        assert archived.structured_content["path"].startswith("archive/")
+        assert not (await session.call_tool("recall", {"query": "staging DB port"})).structured_content["hits"]
+        restored = await session.call_tool("restore", {"id": note_id})
+        assert restored.structured_content["status"] == "active"
+        assert not restored.structured_content["path"].startswith("archive/")
+        assert "is active" in error_of(await session.call_tool("restore", {"id": note_id}))
+
+    log = run_session(vault_dir, tmp_path, body)
+    assert "Traceback" not in log, log
+    lines = (vault_dir / ".vaultmem" / "archive.jsonl").read_text()
+    assert "moved to the wiki" in lines
 
 
 def test_mcp_without_the_package_says_what_to_install(vault_dir, tmp_path):

@@ -160,3 +160,14 @@ def test_in_namespace_takes_the_namespace_and_the_ones_below_it(note_namespace, 
     from vaultmem.core.model import in_namespace
 
     assert in_namespace(note_namespace, wanted) is expected
+
+
+def test_a_note_made_from_the_obsidian_template_takes_its_folder_as_namespace(run, vault_dir):
+    """Obsidian's Templates plugin copies templates/memory.md into the note as it is."""
+    for name in ("memory", "skill"):
+        template = (vault_dir / "templates" / f"{name}.md").read_text()
+        assert "namespace: default" not in template
+        folder = vault_dir / ("memories" if name == "memory" else "skills") / "work" / "infra"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"from-{name}-template.md").write_text(template.replace("{{title}}", "Deploy"))
+        assert run.json("show", f"from-{name}-template")["namespace"] == "work/infra"

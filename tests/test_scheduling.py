@@ -72,8 +72,14 @@ def test_leech_is_suspended_after_eight_lapses_and_left_out_of_recall(run):
     assert run.json("recall", "office door code", "--all")[0]["id"] == note["id"]
     assert note["id"] not in [n["id"] for n in run.json("prompt")["memories"]]
     assert run.json("health")["leeches"] == [note["id"]]
+    before = run.json("show", note["id"])
+    refused = run("grade", note["id"], "good", expect=2).output
+    assert f"{note['id']} is suspended" in refused and f"vaultmem restore {note['id']}" in refused
+    run("grade-batch", f"{note['id']}:good", expect=2)
+    assert run.json("show", note["id"]) == before, "a refused grade writes nothing"
     restored = run.json("restore", note["id"])
     assert restored["status"] == "active"
+    assert run.json("grade", note["id"], "good", now=format_datetime(when))["reps"] == before["reps"] + 1
 
 
 def test_review_lists_due_notes_most_at_risk_first(run):

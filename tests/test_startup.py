@@ -77,3 +77,10 @@ def test_a_hook_on_a_bash_command_that_is_not_vaultmem_loads_nothing_but_the_run
     assert result.returncode == 0 and result.stdout == ""
     loaded = {line.split("|")[-1].strip().split(".")[0] for line in result.stderr.splitlines() if "|" in line}
     assert not loaded & (set(HEAVY) | {"click"}), sorted(loaded & (set(HEAVY) | {"click"}))
+
+
+def test_fast_hook_knows_the_hook_flags():
+    from vaultmem.cli import entry
+    from vaultmem.integrations.claude_code import HOOK_OPTIONS
+
+    assert entry._HOOK_FLAGS == HOOK_OPTIONS

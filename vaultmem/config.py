@@ -29,6 +29,7 @@ class Config:
     strength_floor: float = 0.05
     # Lifecycle: active -> stale -> archived.
     stale_after_days: float = 30.0
+    stale_per_use: float = 1.0
     archive_after_floor_days: float = 90.0
     # What `add` gives a new memory.
     default_tier: str = "L1"
@@ -69,6 +70,7 @@ SECTIONS: dict[str, dict[str, str]] = {
     },
     "lifecycle": {
         "stale_after_days": "stale_after_days",
+        "stale_per_use": "stale_per_use",
         "archive_after_floor_days": "archive_after_floor_days",
     },
     "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
@@ -102,7 +104,8 @@ strength:
   floor: 0.05      # strength never falls below this
 
 lifecycle:
-  stale_after_days: 30          # active -> stale after this long without a grade or edit
+  stale_after_days: 30          # active -> stale after this long without a grade or edit...
+  stale_per_use: 1              # ...times (1 + this x uses), uses = grades that were not lapses
   archive_after_floor_days: 90  # stale -> archived after this long at the strength floor
 
 notes:

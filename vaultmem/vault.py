@@ -22,7 +22,7 @@ from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
 from vaultmem.core.model import TIERS, Note
-from vaultmem.core.note import parse, render, skill_body, slugify
+from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
@@ -49,6 +49,7 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
+ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (Vault.by_original_id)
 # Looks for a note that moved while we looked (each look re-lists the folders that changed):
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
@@ -142,6 +143,8 @@ class Vault:
         from vaultmem.store.ledger import content_hash
 
         last = self.ledger.last(note.id)
+        if last is not None and last.get("op") == "merge":
+            return None  # the text a merge made: the merge record vouches for it, the change records the rest
         if last is None or last.get("content") != content_hash(text):
             detail = {"noticed_by": noticed_by}
             if last is None:
@@ -218,9 +221,9 @@ class Vault:
 
     def get(self, note_id: str) -> Note:
         """The note with this id (or, for hand-written notes, this file name)."""
-        matches = self.find(note_id)
+        matches = self.find(note_id) or self.by_original_id(note_id)
         if not matches:
-            problem = self.catalog().problem_of_stem(str(note_id).strip())
+            problem = self.catalog().problem_of(str(note_id).strip())
             if problem is not None:
                 path, message = problem
                 raise NoteError(path, message.split("; ")[0], message.split("; ", 1)[-1])
@@ -250,10 +253,27 @@ class Vault:
                 return matches
         return [n for n in matches if (self.root / n.path).is_file()]
 
+    def by_original_id(self, old_id: str) -> list[Note]:
+        """Imported notes whose `original_id` (their id in the store they came from) is `old_id`,
+        so references kept elsewhere still resolve. Reads only the files that have one."""
+        old_id = str(old_id).strip()
+        found = []
+        for note in self.catalog().notes:
+            if ORIGINAL_ID not in note.present:
+                continue
+            try:
+                block, _body = split_frontmatter(read_text(self.root / note.path, self.config.max_note_bytes))
+                value = load_frontmatter(block or "", note.path).data.get(ORIGINAL_ID)
+            except (OSError, VaultmemError):
+                continue
+            if value is not None and str(value) == old_id:
+                found.append(note)
+        return found
+
     # ------------------------------------------------------------ writing
 
     def update_note(self, note_id: str, change: Callable[[Note], dict], op: str = "edit",
-                    detail: dict | None = None) -> tuple[Note, Note]:
+                    detail: dict | None = None, properties: dict | None = None) -> tuple[Note, Note]:
         """Apply `change(note) -> property changes` to the file as it is now.
 
         Holds the write lock; re-reads the file, and if it changes between the
@@ -271,7 +291,7 @@ class Vault:
                         raise
                     continue  # moved again while we looked: look again
                 try:
-                    before, after, _text = self._rewrite(found, change, op, detail)
+                    before, after, _text = self._rewrite(found, change, op, detail, properties=properties)
                     return before, after
                 except FileNotFoundError:
                     continue  # moved or deleted since we found it: find it again by its id
@@ -279,12 +299,12 @@ class Vault:
                             "nothing was written, try again")
 
     def _rewrite(self, found: Note, change: Callable[[Note], dict], op: str, detail: dict | None,
-                 moved_from: str | None = None) -> tuple[Note, Note, str]:
-        """Rewrite the file of `found` with `change`, on top of whatever a person saved
-        meanwhile (files.rewrite); record a hand edit first, then `op`. Returns the
-        note before and after, and the text the change was applied to."""
+                 moved_from: str | None = None, properties: dict | None = None) -> tuple[Note, Note, str]:
+        """Rewrite the file of `found` with `change` (and `properties` vaultmem does not
+        model), on top of whatever a person saved meanwhile (files.rewrite); record a hand
+        edit first, then `op`. Returns the note before and after, and the text the change was applied to."""
         rel = found.path
-        path, compute, decode, applied = self._job(found, change)
+        path, compute, decode, applied = self._job(found, change, properties=properties)
         base, new_text = rewrite(path, compute, decode)
         before, after = applied[base]
         if new_text != base or moved_from:
@@ -539,8 +559,7 @@ class Vault:
         self.screen_names(comment=comment, session=session, project=project)  # the review log keeps them
 
         def change(note: Note) -> dict:
-            if note.status == "archived":
-                raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+            _check_gradable(note)
             changes, record = schedule_grade(note, rating, now, self.config)
             records[:] = [record]
             if rating in ("good", "easy"):
@@ -558,8 +577,7 @@ class Vault:
         checked = []
         for note_id, rating in pairs:
             note = self.get(note_id)
-            if note.status == "archived":
-                raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+            _check_gradable(note)
             checked.append((note.id, parse_rating(rating)))
         with self.write_lock():
             return [self.grade(note_id, rating) for note_id, rating in checked]
@@ -573,11 +591,13 @@ class Vault:
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
-    def _job(self, found: Note, change: Callable[[Note], dict], found_digest: str | None = None):
+    def _job(self, found: Note, change: Callable[[Note], dict], found_digest: str | None = None,
+             properties: dict | None = None):
         """(path, compute, decode, applied) to rewrite `found` with `change` (files.rewrite);
         `applied` maps each text the change was applied to to (before, after).
         `found_digest`: the catalog's hash of the bytes `found` was parsed from; a file
-        still holding them is not parsed again (unless a missing date took its file's mtime)."""
+        still holding them is not parsed again (unless a missing date took its file's mtime).
+        `properties`: ones vaultmem does not model, set as well (an import's `original_id`)."""
         rel = found.path
         path = self.root / rel
         applied: dict[str, tuple[Note, Note]] = {}
@@ -592,7 +612,10 @@ class Vault:
                 raise ConflictError(f"{rel} now holds note {before.id}, not {found.id}; nothing was written")
             after = replace(before, **change(before))
             applied[base] = (before, after)
-            new_text = render(after, base)
+            new_text = with_properties(render(after, base), properties or {}, rel)
+            if properties:
+                after = parse(new_text, rel, self.defaults_for(rel, path))
+                applied[base] = (before, after)
             if new_text != base:
                 self.check_size(rel, new_text)
             return new_text
@@ -716,11 +739,12 @@ class Vault:
 
         return [n for n, _r in due_for_review(self.notes(), clock.now(), self.config)[:limit]]
 
-    def prompt(self, max_tokens: int = 1500, namespace: str | None = None) -> PromptBlock:
-        """The context block for an agent's session start (prompt.py)."""
+    def prompt(self, max_tokens: int = 1500, namespace: str | None = None, core_only: bool = False) -> PromptBlock:
+        """The context block for an agent's session start (prompt.py); `core_only`: L2 and L3 only."""
         from vaultmem.core.prompt import prompt_lines, render_prompt
 
-        return render_prompt(prompt_lines(self.notes(), clock.now(), self.config, namespace), max_tokens)
+        lines = prompt_lines(self.notes(), clock.now(), self.config, namespace)
+        return render_prompt([line for line in lines if line.section == "core"] if core_only else lines, max_tokens)
 
     # ------------------------------------------------------------ corrections
 
@@ -747,7 +771,7 @@ class Vault:
         `ref` is an id, or a claim (the best-matching memory, superseded ones included)."""
         from vaultmem.core.trust import explain
 
-        matches = self.find(ref)
+        matches = self.find(ref) or self.by_original_id(ref)
         if matches:
             note = self.get(ref)
         else:
@@ -833,6 +857,16 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _check_gradable(note: Note) -> None:
+    """Archived and suspended notes are out of the schedule until a person restores them:
+    grading a leech would quietly put a memory that kept being wrong back in use."""
+    if note.status == "archived":
+        raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
+    if note.status == "suspended":
+        raise BadInput(f"{note.id} is suspended (a leech: graded wrong {note.lapses} times); "
+                       f"check it, fix its text if needed, then `vaultmem restore {note.id}` to grade it again")
 
 
 def _refusal(field: str, findings: list, fix: str):

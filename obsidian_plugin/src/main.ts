@@ -47,7 +47,8 @@ export class VaultmemPlugin extends Plugin {
       this.addCommand({
         id: `grade-${rating}`, name: `Grade this memory: ${rating}`,
         hotkeys: [{ modifiers: ["Mod", "Shift"], key: HOTKEY_KEYS[rating] }],
-        checkCallback: (checking: boolean) => this.onNote(checking, (file) => this.grade(file.path, rating), (f) => !f.path.startsWith(ARCHIVE_DIR + "/")),
+        checkCallback: (checking: boolean) => this.onNote(checking, (file) => this.grade(file.path, rating),
+          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && String(this.frontmatter(f).status ?? "") !== "suspended"),
       });
     }
     this.addCommand({

@@ -98,6 +98,11 @@ export async function gradeNote(io: VaultIO, path: string, rating: Rating, now: 
     if (note.status === "archived") {
       throw new NoteError(path, `${note.id} is archived`, `\`vaultmem restore ${note.id}\` first`);
     }
+    if (note.status === "suspended") {
+      // As the CLI: grading a leech would quietly put a memory that kept being wrong back in use.
+      throw new NoteError(path, `${note.id} is suspended (a leech: graded wrong ${note.lapses} times)`,
+        `check it, fix its text if needed, then \`vaultmem restore ${note.id}\` to grade it again`);
+    }
     const [changes, log] = scheduleGrade(note, rating, now, config);
     record = log;
     if (rating === "good" || rating === "easy") Object.assign(changes, withEvidence(note, options.session ?? "", options.project ?? "", now));

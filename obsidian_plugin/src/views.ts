@@ -28,18 +28,10 @@ export function summary(note: Note): string {
   return lines.join(" ");
 }
 
-export class ReviewView extends ItemView {
-  constructor(leaf: WorkspaceLeaf, private plugin: VaultmemPlugin) {
+/** A side panel that renders itself whole on every refresh (the review queue, provenance). */
+abstract class VaultmemView extends ItemView {
+  constructor(leaf: WorkspaceLeaf, protected plugin: VaultmemPlugin) {
     super(leaf);
-  }
-  getViewType(): string {
-    return REVIEW_VIEW;
-  }
-  getDisplayText(): string {
-    return "vaultmem review";
-  }
-  getIcon(): string {
-    return "brain";
   }
   async onOpen(): Promise<void> {
     await this.refresh();
@@ -54,7 +46,20 @@ export class ReviewView extends ItemView {
     if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
   }
 
-  private async render(root: HTMLElement): Promise<void> {
+  protected abstract render(root: HTMLElement): Promise<void>;
+}
+
+export class ReviewView extends VaultmemView {
+  getViewType(): string {
+    return REVIEW_VIEW;
+  }
+  getDisplayText(): string {
+    return "vaultmem review";
+  }
+  getIcon(): string {
+    return "brain";
+  }
+  protected async render(root: HTMLElement): Promise<void> {
     this.contentEl.classList.add("vaultmem-review");
     const now = this.plugin.now();
     const { notes, config } = await this.plugin.loadNotes();
@@ -88,10 +93,7 @@ export class ReviewView extends ItemView {
   }
 }
 
-export class ProvenanceView extends ItemView {
-  constructor(leaf: WorkspaceLeaf, private plugin: VaultmemPlugin) {
-    super(leaf);
-  }
+export class ProvenanceView extends VaultmemView {
   getViewType(): string {
     return PROVENANCE_VIEW;
   }
@@ -101,20 +103,7 @@ export class ProvenanceView extends ItemView {
   getIcon(): string {
     return "git-fork";
   }
-  async onOpen(): Promise<void> {
-    await this.refresh();
-  }
-
-  private generation = 0;
-
-  async refresh(): Promise<void> {
-    const root = document.createElement("div"); // built aside, shown whole: two refreshes never interleave
-    const generation = ++this.generation;
-    await this.render(root);
-    if (generation === this.generation) this.contentEl.replaceChildren(...Array.from(root.childNodes));
-  }
-
-  private async render(root: HTMLElement): Promise<void> {
+  protected async render(root: HTMLElement): Promise<void> {
     this.contentEl.classList.add("vaultmem-provenance");
     const note = await this.plugin.activeNote();
     if (!note) {

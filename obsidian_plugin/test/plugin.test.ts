@@ -79,6 +79,16 @@ describe("commands", () => {
     expect(log[0]).toMatchObject({ from: "memories/work/fading.md", to: "archive/memories/work/fading.md", reason: "manual" });
   });
 
+  it("hide grading on a suspended leech (as the CLI refuses it) and offer restore", async () => {
+    const leech = note("leech1", FADING.replace("lapses: 0", "lapses: 8"), "Wrong again and again.").replace("status: active", "status: suspended");
+    app.vault.put("memories/work/leech.md", leech);
+    open("memories/work/leech.md");
+    for (const rating of ["again", "hard", "good", "easy"]) expect(plugin.run(`grade-${rating}`), rating).toBe(false);
+    expect(plugin.run("restore")).toBe(true);
+    await settle();
+    expect(app.vault.files.get("memories/work/leech.md")).toContain("status: active");
+  });
+
   it("grade the open note with hotkeys, changing only the FSRS, strength and updated lines", async () => {
     open("memories/work/fading.md");
     const before = app.vault.files.get("memories/work/fading.md")!;

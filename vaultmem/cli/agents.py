@@ -170,9 +170,11 @@ def _report_change(out, change, verb: str, dry_run: bool) -> None:
 @click.option("--command", "command", default=None,
               help="How the hooks run vaultmem, e.g. `vaultmem` when it is on every PATH "
                    "(default: this Python by absolute path, `python -m vaultmem`).")
+@click.option("--core-only", is_flag=True,
+              help="SessionStart injects only the core memories (L2, L3), not the learning and review queues.")
 @click.option("--dry-run", is_flag=True, help="Show the settings file it would write; write nothing.")
 @common
-def hooks_install(claude_code, user, project, local, settings, command, dry_run, out, vault_path):
+def hooks_install(claude_code, user, project, local, settings, command, core_only, dry_run, out, vault_path):
     """Merge vaultmem's hooks into a Claude Code settings file.
 
     Other hooks and settings are kept as they are; running it again changes
@@ -187,7 +189,8 @@ def hooks_install(claude_code, user, project, local, settings, command, dry_run,
     from vaultmem.integrations.claude_settings import install
 
     target = _settings_target(user, project, local, settings)
-    _report_change(out, install(target, command=command, vault=vault_path, dry_run=dry_run), "installed", dry_run)
+    _report_change(out, install(target, command=command, vault=vault_path, dry_run=dry_run, core_only=core_only),
+                   "installed", dry_run)
 
 
 @hooks.command(name="uninstall")
@@ -206,11 +209,13 @@ def hooks_uninstall(claude_code, user, project, local, settings, dry_run, out, v
 
 
 @hooks.command(name="status")
+@click.option("--claude-code", "claude_code", is_flag=True, default=True,
+              help="Claude Code's settings (the only agent supported so far).")
 @common
-def hooks_status(out, vault_path):
+def hooks_status(claude_code, out, vault_path):
     """Which Claude Code settings files have vaultmem's hooks, and which are switched off.
 
-    Example: vaultmem hooks status --json
+    Example: vaultmem hooks status --claude-code --json
     """
     import os
 
@@ -241,7 +246,8 @@ def hooks_status(out, vault_path):
 @click.command(name="hook", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("event", required=False, default="")
 @click.option("--vault", "vault_path", type=click.Path(file_okay=False), default=None, help="The vault folder.")
-def hook(event, vault_path):
+@click.option("--core-only", is_flag=True, help="SessionStart: only the core memories (L2, L3).")
+def hook(event, vault_path, core_only):
     """Run one Claude Code hook: reads the event's JSON on stdin, prints what Claude Code reads.
 
     EVENT is session-start, user-prompt-submit, pre-tool-use, stop or
@@ -256,10 +262,12 @@ def hook(event, vault_path):
     import functools
 
     from vaultmem.cli.command_check import check_command
+    from vaultmem.integrations import claude_code as cc
     from vaultmem.integrations.claude_code import main
 
     root = click.get_current_context().find_root().command
-    main(event, vault_path, check=functools.partial(check_command, root=root))
+    main(event, vault_path, check=functools.partial(check_command, root=root),
+         options=frozenset([cc.CORE_ONLY] if core_only else []))
 
 
 @click.command(name="install-skill")

@@ -28,6 +28,8 @@ _WRAPPERS = {"env", "sudo", "time", "nohup", "exec", "command", "nice", "caffein
 _RUNNERS = {"uv", "poetry", "pipx", "pdm", "hatch", "rye"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
+# An add whose text opens with "[tag] " or "[tag1, tag2] " (how some memory tools take tags).
+_TAG_PREFIX = re.compile(r"^\s*\[([\w./#, -]{1,80})\]\s+(\S.*)$", re.DOTALL)
 
 
 def shell_commands(command: str) -> list[list[str]]:
@@ -156,6 +158,13 @@ def check_args(args: list[str], cwd: str | None = None, *, root) -> str | None:
             example += " --steps \"1. ... 2. ...\""
         return (f"`vaultmem {name}` needs a namespace: -n NAMESPACE (e.g. -n work or -n projects/api). "
                 f"Correct syntax: {synopsis(cmd, path)}. For this project: {example}")
+    tagged = _TAG_PREFIX.match(ctx.params.get("text") or "") if name == "add" else None
+    if tagged:
+        tags = ",".join(t for t in re.split(r"[,\s]+", tagged.group(1)) if t)
+        namespace = ctx.params.get("namespace")
+        return (f"Tags go in --tags, not in the text (\"[{tagged.group(1)}] ...\" would be stored as words). "
+                f"Run instead: vaultmem add {shlex.quote(tagged.group(2).strip())} -n {shlex.quote(namespace)} "
+                f"--tags {shlex.quote(tags)}")
     return None
 
 

@@ -65,7 +65,8 @@ def common(func):
     @functools.wraps(func)
     def wrapper(*args, vault_path=None, as_json=False, quiet=False, **kwargs):
         ctx = click.get_current_context()
-        parent = ctx.parent.params if ctx.parent else {}
+        # the group's options, and the top's for a sub-group's command (`vaultmem --vault V git install`)
+        parent = {**ctx.find_root().params, **(ctx.parent.params if ctx.parent else {})}
         out = Output(as_json or parent.get("as_json", False), quiet or parent.get("quiet", False))
         ctx.meta[QUIET] = out.quiet  # for VaultmemGroup.invoke, which turns errors into exit codes
         return func(*args, out=out, vault_path=vault_path or parent.get("vault_path"), **kwargs)
@@ -99,7 +100,7 @@ def _warn_problems(vault, out) -> None:
     from vaultmem.cli.output import warn_skipped
 
     if not out.quiet:
-        warn_skipped([path for path, _problem in vault.catalog().problems])
+        warn_skipped(vault.catalog().problems)
 
 
 def _note_json(note, now, config, extra: dict | None = None) -> dict:

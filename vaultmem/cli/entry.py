@@ -18,6 +18,8 @@ _FLAGS = {"--json": "as_json", "-q": "quiet", "--quiet": "quiet", "--all": "incl
 # core.model.TYPES, spelled out: importing core.model would cost this path dataclasses and typing
 # (~10 ms on every prompt); tests/test_startup.py holds the two equal.
 _TYPES = ("memory", "skill")
+# claude_code.HOOK_OPTIONS, spelled out for the same reason (tests/test_startup.py holds them equal).
+_HOOK_FLAGS = ("--core-only",)
 _VALUES = {"--vault": "vault", "-k": "top_k", "--top-k": "top_k", "-n": "namespace", "--namespace": "namespace",
            "--type": "kind"}
 
@@ -91,13 +93,15 @@ def fast_hook(argv: list[str]) -> bool:
     rest = words[1:]
     if rest and not rest[0].startswith("-"):
         event, rest = rest[0], rest[1:]
+    flags = frozenset(word for word in rest if word in _HOOK_FLAGS)
+    rest = [word for word in rest if word not in _HOOK_FLAGS]
     if len(rest) == 2 and rest[0] == "--vault":
         vault, rest = rest[1], []
     if rest:
         return False  # options only the full command knows (--help): let click answer
     from vaultmem.integrations.claude_code import main as run_hook_process
 
-    run_hook_process(event or "", vault, check=check_bash)
+    run_hook_process(event or "", vault, check=check_bash, options=flags)
     return True
 
 

@@ -58,28 +58,67 @@ def cli(vault_path, as_json, quiet):
 @click.argument("path", required=False, type=click.Path(file_okay=False))
 @click.option("--obsidian", "with_obsidian", is_flag=True,
               help="Also install and enable the Obsidian plugin (as `vaultmem obsidian install`).")
+@click.option("--claude-code", "claude_code", is_flag=True,
+              help="Also install the Claude Code hooks and register the MCP server, for this vault.")
+@click.option("--project", is_flag=True, help="With --claude-code: this project's .claude/settings.json and .mcp.json.")
+@click.option("--local", is_flag=True, help="With --claude-code: this project's settings.local.json, local MCP scope.")
+@click.option("--core-only", is_flag=True, help="With --claude-code: SessionStart injects only L2 and L3 memories.")
+@click.option("--command", "command", default=None, help="With --claude-code: how hooks and MCP run vaultmem.")
+@click.option("--git", "with_git", is_flag=True,
+              help="Inside a git repository: also set up vaultmem's merge drivers (`vaultmem git install`).")
 @common
-def init(path, with_obsidian, out, vault_path):
+def init(path, with_obsidian, claude_code, project, local, core_only, command, with_git, out, vault_path):
     """Create a vault, or add what is missing to an existing (Obsidian) folder.
 
-    Example: vaultmem init ~/vaults/agent --obsidian
+    With --claude-code, in one step: the vault, vaultmem's hooks in Claude
+    Code's settings (as `hooks install`) and the MCP server registered
+    (`.mcp.json` with --project, else `claude mcp add`), all using this vault.
+    With --obsidian, the Obsidian plugin too. Inside a git repository it says how
+    to set up merging (or does it with --git); it never asks.
+
+    Example: vaultmem init ~/vaults/agent --claude-code --obsidian
     """
     from pathlib import Path
 
+    from vaultmem.integrations import gitvault
     from vaultmem.vault import init_vault
 
     root = Path(path or vault_path or ".").expanduser().resolve()
     added = init_vault(root)
     data = {"vault": str(root), "added": added}
-    text = f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)")
-    if with_obsidian:
-        from vaultmem.integrations.obsidian import install
+    human = f"vault ready at {root}" + (f" (added {len(added)}: {', '.join(added)})" if added else " (nothing to add)")
+    if claude_code:
+        from vaultmem.cli.agents import _settings_target
+        from vaultmem.integrations.claude_mcp import register
+        from vaultmem.integrations.claude_settings import install
 
-        data["obsidian"] = install(root)
-        text += f"\nObsidian plugin installed in {data['obsidian']['plugin_dir']}; reload Obsidian to use it"
+        change = install(_settings_target(False, project, local, None), command=command, vault=str(root),
+                         core_only=core_only)
+        mcp = register(root, "project" if project else ("local" if local else "user"), command=command)
+        data.update(hooks=change.to_dict(), mcp=mcp.to_dict())
+        human += f"\nhooks: {'installed in' if change.changed else 'already in'} {change.path}"
+        human += (f"\nmcp: run this to register the server: {mcp.todo}" if mcp.todo else
+                  f"\nmcp: {'registered' if mcp.changed else 'already registered'} ({mcp.how})")
+    if with_obsidian:
+        from vaultmem.integrations.obsidian import install as install_plugin
+
+        data["obsidian"] = install_plugin(root)
+        human += f"\nObsidian plugin installed in {data['obsidian']['plugin_dir']}; reload Obsidian to use it"
     else:
-        text += f"\nto review and grade in Obsidian: vaultmem obsidian install {root}"
-    out.emit(data, text)
+        human += f"\nto review and grade in Obsidian: vaultmem obsidian install {root}"
+    setup = gitvault.status(root)
+    git = None
+    if setup.repository:
+        git = {"installed": gitvault.install(root) if with_git else [], "hint": None}
+        if not with_git and not setup.installed:
+            git["hint"] = f"this vault is in the git repository {setup.repository}: `vaultmem git install` sets " \
+                          "up merging of notes, logs and the ledger between branches and clones"
+    if git and git["installed"]:
+        human += "\ngit merge drivers set up (.gitattributes, .git/config): commit .gitattributes"
+    elif git and git["hint"]:
+        human += "\n" + git["hint"]
+    data["git"] = git
+    out.emit(data, human)
 
 
 @cli.command()
@@ -192,7 +231,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope,
                            min_score=min_score)
         hits = hit_dicts(found, clock_now(), vault.config)
-        problems = [p for p, _m in vault.catalog().problems]
+        problems = vault.catalog().problems
         model_problem = engine_for(vault).model_problem
     from vaultmem.cli.output import print_recall
 
@@ -366,6 +405,7 @@ def review(limit, out, vault_path):
     vault = _vault(vault_path)
     now = clock_now()
     due = due_for_review(vault.notes(), now, vault.config)[:limit]
+    _warn_problems(vault, out)
     data = [_note_json(n, now, vault.config) for n, _r in due]
     rows = [[n.id, n.namespace, "-" if r is None else f"{r:.2f}", n.state, _short(n.summary, 60)] for n, r in due]
     out.emit(data, _table(rows, ["ID", "NAMESPACE", "RETRIEVABILITY", "STATE", "TEXT"]) or "nothing is due")
@@ -385,6 +425,7 @@ def top(count, namespace, out, vault_path):
     vault = _vault(vault_path)
     notes = [n for n in vault.notes() if in_namespace(n.namespace, namespace)]
     notes = sorted(notes, key=lambda n: (-n.strength, -n.reps, n.created))[:count]
+    _warn_problems(vault, out)
     now = clock_now()
     out.emit([_note_json(n, now, vault.config) for n in notes],
              _table(_note_rows(notes, now, vault.config), NOTE_HEADERS) or "no notes")
@@ -393,8 +434,9 @@ def top(count, namespace, out, vault_path):
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(50), default=1500, show_default=True, help="Budget for the block.")
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
+@click.option("--core-only", is_flag=True, help="Only the core: L3 and L2 memories.")
 @common
-def prompt(max_tokens, namespace, out, vault_path):
+def prompt(max_tokens, namespace, core_only, out, vault_path):
     """The block an agent hook injects: core memories (L3, L2), then the learning
     queue (new, learning), then the review queue, each line with id, namespace and
     label (new, learning, strong, fading, weak, contested), within --max-tokens.
@@ -404,7 +446,8 @@ def prompt(max_tokens, namespace, out, vault_path):
     from vaultmem.clock import now as clock_now
 
     vault = _vault(vault_path)
-    block = vault.prompt(max_tokens, namespace)
+    block = vault.prompt(max_tokens, namespace, core_only=core_only)
+    _warn_problems(vault, out)
     out.emit(block.to_dict(clock_now(), vault.config), block.text or "no memories yet")
 
 
@@ -412,16 +455,23 @@ def prompt(max_tokens, namespace, out, vault_path):
 @click.option("--days", type=click.FloatRange(0), default=None,
               help="Mark stale what was untouched this many days (default: lifecycle.stale_after_days).")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--by", default="cli", hidden=True, help="Who runs it (schedule, session-start): kept with the stamp.")
 @common
-def decay(days, dry_run, out, vault_path):
+def decay(days, dry_run, by, out, vault_path):
     """Apply idle decay and the lifecycle: active -> stale -> archived.
+
+    `vaultmem schedule install` runs it daily; the SessionStart hook runs it in
+    the background when a day has passed since the last run.
 
     Example: vaultmem decay --dry-run
     """
+    from vaultmem.ops.upkeep import record_run
     from vaultmem.timefmt import format_datetime
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
+    if not dry_run:
+        record_run(vault, by, len(steps))
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
              "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}}
             for s in steps]
@@ -546,9 +596,12 @@ def reindex(out, vault_path):
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 
-from vaultmem.cli import agents, obsidian, trust  # noqa: E402 - their commands join the group defined above
+from vaultmem.cli import agents, gitcmd, obsidian, schedule, seed, trust  # noqa: E402 - their commands join the group
 
-for _command in (*agents.COMMANDS, *trust.COMMANDS, *obsidian.COMMANDS):
+for _command in (*agents.COMMANDS, *trust.COMMANDS, *seed.COMMANDS, *schedule.COMMANDS, *obsidian.COMMANDS,
+                 *gitcmd.COMMANDS):
+    cli.add_command(_command)
+for _command in seed.aliases(cli):
     cli.add_command(_command)
 
 

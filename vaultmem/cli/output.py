@@ -25,8 +25,15 @@ def to_json(data) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, default=str)
 
 
-def warn_skipped(paths: list[str]) -> None:
-    """Say on stderr which notes were skipped, so a broken file is never silently ignored."""
+def warn_skipped(problems: list) -> None:
+    """Say on stderr which notes were skipped, so a broken file is never silently ignored.
+    `problems`: paths, or (path, problem) pairs; a merge conflict is named for each file."""
+    pairs = [(item, "") if isinstance(item, str) else (item[0], item[1]) for item in problems]
+    for path, problem in pairs:
+        if problem.startswith("unresolved merge conflict"):
+            print(f"vaultmem: warning: unresolved merge conflict in {path}; skipped until it is resolved "
+                  "(`vaultmem health` says how)", file=sys.stderr)
+    paths = [path for path, problem in pairs if not problem.startswith("unresolved merge conflict")]
     if paths:
         more = f" and {len(paths) - 1} more" if len(paths) > 1 else ""
         print(f"vaultmem: warning: skipped {paths[0]}{more} (unreadable); `vaultmem health` says how to fix",

@@ -1,8 +1,13 @@
 """Lifecycle decisions: which notes decay, go stale or get archived, and what
 is due for review. Pure functions of (notes, now, config); the vault applies them.
 
-    active --(untouched stale_after_days)--> stale --(at the strength floor
-    archive_after_floor_days)--> archived (moved to archive/, restorable)
+    active --(untouched stale_after_days x (1 + stale_per_use x uses))--> stale
+    --(at the strength floor archive_after_floor_days)--> archived (moved to archive/, restorable)
+
+`uses` are the grades that were not lapses (`reps - lapses`): a memory that
+helped six times is given seven times as long before it goes stale, as Agent
+Brain's rule does (30 days x (1 + uses)); `stale_per_use: 0` gives every
+memory the same threshold.
 
 A grade or an edit makes a stale note active again. Suspended (leech) and
 superseded notes are left alone: a person decides about them.
@@ -32,6 +37,18 @@ def last_touched(note: Note) -> datetime:
     return max(t for t in (note.created, note.updated, note.last_review) if t is not None)
 
 
+def uses(note: Note) -> int:
+    """How often the memory was used and helped: its grades that were not lapses."""
+    return max(0, note.reps - note.lapses)
+
+
+def stale_threshold(note: Note, config: Config, stale_after_days: float | None = None) -> timedelta:
+    """How long `note` may go untouched before it is stale: the base threshold
+    (`stale_after_days`, or the override of one decay run) scaled by its uses."""
+    base = config.stale_after_days if stale_after_days is None else stale_after_days
+    return timedelta(days=base * (1 + config.stale_per_use * uses(note)))
+
+
 def decay_step(note: Note, now: datetime, config: Config, stale_after_days: float | None = None) -> DecayStep | None:
     """The decay of one note at `now`, or None when nothing changes."""
     if note.status not in ("active", "stale"):
@@ -40,9 +57,8 @@ def decay_step(note: Note, now: datetime, config: Config, stale_after_days: floa
     changes = {}
     if strength != note.strength or decayed != note.decayed:
         changes.update(strength=strength, decayed=decayed)
-    stale_days = config.stale_after_days if stale_after_days is None else stale_after_days
     status = note.status
-    if status == "active" and now - last_touched(note) >= timedelta(days=stale_days):
+    if status == "active" and now - last_touched(note) >= stale_threshold(note, config, stale_after_days):
         status = "stale"
         changes["status"] = status
     at_floor_since = decayed or note.decayed

@@ -45,6 +45,9 @@ OPTIONAL_KEYS = (
     "supersedes", "superseded_by", "contested", "contested_with", "redacted",
 )
 ALL_KEYS = KEY_ORDER + OPTIONAL_KEYS
+# Properties vaultmem does not model but finds notes by (`Note.present` names them when the file has them):
+# an imported note's id in the store it came from.
+LOOKUP_KEYS = ("original_id",)
 _LIST_KEYS = ("tags", "sessions", "days", "projects", "contested_with")
 _BOOL_KEYS = ("explicit", "contested", "redacted")
 _TEXT_KEYS = ("id", "namespace", "source", "supersedes", "superseded_by")
@@ -60,6 +63,21 @@ BOM = "\ufeff"
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
 
 _FENCE = re.compile(r"---[ \t]*(\r?\n|$)")
+
+# What git writes into a file it could not merge: `<<<<<<< ours`, `=======`, `>>>>>>> theirs`.
+_CONFLICT_MARKERS = re.compile(r"^(<{7}|>{7})(?: |\r?$)", re.MULTILINE)
+
+
+def has_conflict_markers(text: str) -> bool:
+    """Whether `text` holds both ends of a conflict git left unresolved (at the left edge)."""
+    if "<<<<<<<" not in text:
+        return False
+    return len({match.group(1) for match in _CONFLICT_MARKERS.finditer(text)}) == 2
+
+
+def conflict_error(path: str) -> NoteError:
+    return NoteError(path, f"unresolved merge conflict in {path}",
+                     "keep the right lines, delete the <<<<<<< ======= >>>>>>> markers, then `git add` the file")
 
 
 # ---------------------------------------------------------------- splitting
@@ -222,6 +240,8 @@ def parse(text: str, path: str, defaults: dict) -> Note:
     frontmatter that is not a set of properties, an alias or a repeated
     property (`load_frontmatter`), or a property of the wrong kind.
     """
+    if has_conflict_markers(text):
+        raise conflict_error(path)
     block, body = split_frontmatter(text)
     data = load_frontmatter(block, path).data if block is not None else {}
 
@@ -231,7 +251,7 @@ def parse(text: str, path: str, defaults: dict) -> Note:
             values[key] = _read_field(path, key, data[key])
         elif key in data and key in ("last_review", "decayed", "step", "stability", "difficulty", "source"):
             values[key] = None if key != "source" else ""
-    present = frozenset(k for k in ALL_KEYS if k in data)
+    present = frozenset(k for k in ALL_KEYS + LOOKUP_KEYS if k in data)
     return Note(body=body, path=path, present=present, **values)
 
 
@@ -358,6 +378,39 @@ def render(note: Note, original: str | None = None) -> str:
     new_block = "".join(text for _, text in out)
     _check_reads_back(note, wanted, new_block)
     return bom + opening + new_block + closing + note.body
+
+
+def with_properties(text: str, properties: dict, path: str = "") -> str:
+    """`text` with properties vaultmem does not model set (an imported note's
+    `original_id`): an existing entry is replaced, a new one goes last; every
+    other line keeps its bytes. vaultmem's own keys are refused (render sets those)."""
+    if not properties:
+        return text
+    clash = sorted(set(properties) & set(ALL_KEYS))
+    if clash:
+        raise ValueError(f"{', '.join(clash)} are vaultmem's properties; set them through the note")
+    bom = BOM if text.startswith(BOM) else ""
+    block, body = split_frontmatter(text)
+    if block is None:
+        raise NoteError(path, "has no properties to add to", "write the note through vaultmem first")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    frontmatter = load_frontmatter(block, path)
+    if not frontmatter.editable:
+        raise NoteError(path, "its properties are written as one {...} map or indented, "
+                        "which vaultmem cannot edit line by line",
+                        "write them as 'key: value' lines starting at the left edge")
+    out = [[key, part] for key, part in _segments(block, frontmatter.keys)]
+    for key, value in properties.items():
+        entry = _render_entry(key, value, newline)
+        existing = next((item for item in out if item[0] == key), None)
+        if existing is not None:
+            existing[1] = entry
+        else:
+            if out and not _ends_with_newline(out[-1][1]):
+                out[-1][1] += newline
+            out.append([key, entry])
+    start = len(bom) + _FENCE.match(text[len(bom):]).end()
+    return text[:start] + "".join(part for _key, part in out) + text[start + len(block):len(text) - len(body)] + body
 
 
 def _check_reads_back(note: Note, wanted: dict, block: str) -> None:

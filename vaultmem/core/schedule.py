@@ -187,3 +187,17 @@ def label(note: Note, now: datetime, config: Config) -> str:
     if value > 0.8:
         return "strong"
     return "fading" if value >= 0.5 else "weak"
+
+
+def replay(note: Note, reviews: list[dict], config: Config) -> dict:
+    """The note's card, strength and status after its review-log lines `reviews` (oldest
+    first), graded again from `note` one by one: what a merge of two histories holds."""
+    from dataclasses import replace
+
+    from vaultmem.timefmt import parse_datetime
+
+    changes: dict = {}
+    for record in reviews:
+        changes, _log = grade(note, record["rating"], parse_datetime(record["review_datetime"]), config)
+        note = replace(note, **changes)
+    return changes

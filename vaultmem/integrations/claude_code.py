@@ -5,8 +5,9 @@ settings file, each as `<this python> -m vaultmem hook EVENT`):
 
     SessionStart       review + prompt block as additional context
     UserPromptSubmit   recall on the prompt: the few relevant memories, with ids
-    PreToolUse (Bash)  deny invented vaultmem flags and namespace-less adds, with the right syntax
-                       (the check is cli/command_check.py, handed in by the CLI as `check`)
+    PreToolUse (Bash)  deny invented vaultmem flags, namespace-less adds and "[tag] text" adds, with
+                       the right syntax (the check is cli/command_check.py, handed in by the CLI as `check`)
+    PreToolUse (Write, Edit, MultiEdit)  deny writes to Claude Code's own MEMORY.md, pointing at `vaultmem add`
     Stop, SessionEnd   capture what the user asked to remember, corrections, preferences
                        and lessons from the transcript (capture.py) as L0/L1 memories
                        (how far each transcript was read: `.vaultmem/hooks/capture/`)
@@ -64,11 +65,15 @@ class HookSpec:
 HOOKS = (
     HookSpec("SessionStart", "session-start", None, 15, 5.0, "VAULTMEM_HOOK_SESSION_START"),
     HookSpec("UserPromptSubmit", "user-prompt-submit", None, 10, 3.0, "VAULTMEM_HOOK_USER_PROMPT"),
-    HookSpec("PreToolUse", "pre-tool-use", "Bash", 10, 2.0, "VAULTMEM_HOOK_PRE_TOOL"),
+    HookSpec("PreToolUse", "pre-tool-use", "Bash|Write|Edit|MultiEdit", 10, 2.0, "VAULTMEM_HOOK_PRE_TOOL"),
     HookSpec("Stop", "stop", None, 30, 15.0, "VAULTMEM_HOOK_STOP"),
     HookSpec("SessionEnd", "session-end", None, 30, 15.0, "VAULTMEM_HOOK_STOP"),
 )
 HOOK_NAMES = tuple(spec.name for spec in HOOKS)
+# Flags `vaultmem hook EVENT` takes (written by `hooks install`): `--core-only` makes SessionStart
+# inject only the core memories (L2, L3), not the learning and review queues of L0/L1 notes.
+CORE_ONLY = "--core-only"
+HOOK_OPTIONS = (CORE_ONLY,)
 
 
 def spec_for(event: str) -> HookSpec | None:
@@ -86,8 +91,9 @@ class _Run:
     """What one hook invocation knows: its input, environment, and the vault once opened."""
 
     def __init__(self, spec: HookSpec, payload: dict, env: Mapping[str, str], vault_path: str | None,
-                 check: CommandCheck | None = None):
+                 check: CommandCheck | None = None, options: frozenset[str] = frozenset()):
         self.spec = spec
+        self.options = options  # flags of the hook's command line (HOOK_OPTIONS)
         self.payload = payload
         self.env = env
         self.vault_path = vault_path
@@ -160,7 +166,8 @@ def _budget(spec: HookSpec, env: Mapping[str, str]) -> float:
 
 
 def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
-             vault_path: str | None = None, check: CommandCheck | None = None) -> tuple[str, int]:
+             vault_path: str | None = None, check: CommandCheck | None = None,
+             options: frozenset[str] = frozenset()) -> tuple[str, int]:
     """Run one hook on the JSON Claude Code sent; returns (stdout text, exit code).
 
     `event` is `session-start`, `SessionStart`...; empty: the input's `hook_event_name`.
@@ -181,7 +188,7 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         spec = spec_for(event or str(payload.get("hook_event_name") or ""))
         if spec is None or is_disabled(spec, env):
             return "", 0
-        run = _Run(spec, payload, env, vault_path, check)
+        run = _Run(spec, payload, env, vault_path, check, frozenset(options))
         budget = _budget(spec, env)
         box: dict = {}
 
@@ -216,7 +223,8 @@ def run_hook(event: str, stdin_text: str, env: Mapping[str, str] | None = None,
         return "", 0
 
 
-def main(event: str, vault_path: str | None = None, check: CommandCheck | None = None) -> None:
+def main(event: str, vault_path: str | None = None, check: CommandCheck | None = None,
+         options: frozenset[str] = frozenset()) -> None:
     """A hook process: the JSON on stdin, `run_hook`, what Claude Code reads on stdout, exit.
 
     Called by `vaultmem hook` (and by the console script's fast path, which
@@ -227,9 +235,9 @@ def main(event: str, vault_path: str | None = None, check: CommandCheck | None =
         data = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read().decode("utf-8", "replace")
     except (OSError, ValueError, AttributeError):
         data = ""
-    if _is_pre_tool_use(event, data) and "vaultmem" not in data:
+    if _is_pre_tool_use(event, data) and "vaultmem" not in data and "memory.md" not in data.lower():
         sys.exit(0)
-    text, code = run_hook(event, data, vault_path=vault_path, check=check)
+    text, code = run_hook(event, data, vault_path=vault_path, check=check, options=options)
     if text:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -278,19 +286,24 @@ DUE_HEADING = "## Due for review (when one comes up, check it: grade good if it 
 
 
 def session_start(run: _Run) -> dict:
-    """The prompt block and the memories due for review, framed together as one block of data."""
+    """The prompt block and the memories due for review, framed together as one block of data.
+    With --core-only, only L2 and L3 memories (both in the block and among those due).
+    Also starts, in the background, the watcher and a daily decay that is due."""
     from vaultmem.core.prompt import HEADER
 
     vault = run.vault()
-    block = vault.prompt(max_tokens=PROMPT_TOKENS)
+    core_only = CORE_ONLY in run.options
+    block = vault.prompt(max_tokens=PROMPT_TOKENS, core_only=core_only)
     shown = {line.note.id for line in block.lines}
-    due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown)) if n.id not in shown][:REVIEW_LIMIT]
+    due = [n for n in vault.review(limit=REVIEW_LIMIT + len(shown) + (50 if core_only else 0))
+           if n.id not in shown and (not core_only or n.tier in ("L2", "L3"))][:REVIEW_LIMIT]
     inside = []
     if due:
         inside += [DUE_HEADING] + [f"- [{n.id}] ({n.namespace}, {n.tier}) {_one_line(n.summary, 200)}" for n in due]
     if block.body:
         inside.append(block.body)
     start_watcher(vault.root, run.env)
+    start_decay(vault, run.env)
     if not inside:
         return context_output("SessionStart", f"vaultmem: no memories yet in this vault.\n\n{USAGE_HINT}\n")
     return context_output("SessionStart", _framed(HEADER, "\n".join(inside), USAGE_HINT))
@@ -329,6 +342,24 @@ def start_watcher(root: Path, env: Mapping[str, str]) -> bool:
     return True
 
 
+def start_decay(vault, env: Mapping[str, str]) -> bool:
+    """Start `vaultmem decay` in the background when a day has passed since the last one
+    (ops/upkeep.py), so a vault with no scheduler still fades, stales and archives as it is
+    used. The hook only claims the day and spawns the process: the decay itself is not in
+    the hook's time budget. `VAULTMEM_AUTODECAY=off` keeps it from starting."""
+    import subprocess
+
+    from vaultmem.ops.upkeep import claim_if_due
+
+    if str(env.get("VAULTMEM_AUTODECAY", "")).strip().lower() in OFF_VALUES or not claim_if_due(vault):
+        return False
+    with open(hooks_dir(vault.root) / "decay.log", "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "decay", "-q",
+                          "--by", "session-start"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         start_new_session=True, env=dict(env), close_fds=True)
+    return True
+
+
 # ---------------------------------------------------------------- UserPromptSubmit
 
 def user_prompt_submit(run: _Run) -> dict | None:
@@ -361,16 +392,45 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
 
 # ---------------------------------------------------------------- PreToolUse
 
+FILE_TOOLS = ("Write", "Edit", "MultiEdit")
+MEMORY_FILE_REASON = (
+    "Memories here are kept in vaultmem, not in Claude Code's MEMORY.md (a note written there is never "
+    "recalled, graded or pruned). Save each fact with: vaultmem add \"TEXT\" -n {namespace} [--tags a,b] "
+    "(one fact per call; --explicit when the user asked to remember it). Find them with: vaultmem recall \"QUERY\".")
+
+
+def is_claude_memory_file(file_path: str, env: Mapping[str, str]) -> bool:
+    """Claude Code's own memory file: a MEMORY.md under a `.claude` folder or `$CLAUDE_CONFIG_DIR`
+    (its auto memory, `~/.claude/projects/<project>/memory/MEMORY.md`)."""
+    path = Path(os.path.expanduser(file_path))
+    if path.name.lower() != "memory.md":
+        return False
+    if ".claude" in path.parts:
+        return True
+    config = env.get("CLAUDE_CONFIG_DIR")
+    return bool(config) and Path(os.path.expanduser(config)) in path.parents
+
+
 def pre_tool_use(run: _Run) -> dict | None:
-    if run.payload.get("tool_name") != "Bash":
-        return None
+    tool = run.payload.get("tool_name")
     tool_input = run.payload.get("tool_input")
+    if tool in FILE_TOOLS:
+        file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+        if not isinstance(file_path, str) or not is_claude_memory_file(file_path, run.env):
+            return None
+        return _deny(MEMORY_FILE_REASON.format(namespace=default_namespace(cwd=run.cwd, env=run.env)))
+    if tool != "Bash":
+        return None
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str) or "vaultmem" not in command or run.check is None:
         return None
     reason = run.check(command, run.cwd)
     if reason is None:
         return None
+    return _deny(reason)
+
+
+def _deny(reason: str) -> dict:
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                    "permissionDecisionReason": reason}}
 
@@ -383,7 +443,7 @@ def capture(run: _Run) -> None:
 
     from vaultmem.core.capture import observations
     from vaultmem.errors import VaultmemError
-    from vaultmem.ops.provenance import current_project
+    from vaultmem.ops.provenance import current_project, portable_path
 
     transcript = run.payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript.strip():
@@ -397,6 +457,7 @@ def capture(run: _Run) -> None:
     state_path.parent.mkdir(parents=True, exist_ok=True)
     namespace = default_namespace(cwd=run.cwd, env=run.env)
     project = current_project(cwd=run.cwd)
+    where = portable_path(transcript_path, cwd=run.cwd, home=run.env.get("HOME"))  # no user name in the vault
     seen_path = state_path.parent / "seen-messages.txt"
     with FileLock(str(state_path) + ".lock", timeout=_budget(run.spec, run.env)):
         start = _read_state(state_path, transcript_path)
@@ -415,7 +476,7 @@ def capture(run: _Run) -> None:
             for item in by_index[index]:
                 try:
                     vault.add(item.text, namespace, tags=("captured", item.kind),
-                              source=f"{transcript_path}#L{line_no}", tier=item.tier, session=session or None,
+                              source=f"{where}#L{line_no}", tier=item.tier, session=session or None,
                               project=project or None, explicit=item.kind == "explicit", redact=True)
                 except VaultmemError as exc:
                     run.log(f"not captured (line {line_no}): {exc}")

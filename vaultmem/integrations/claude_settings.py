@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vaultmem.integrations.claude_code import HOOKS, HookSpec
+from vaultmem.integrations.claude_code import CORE_ONLY, HOOKS, HookSpec
 
 BACKUP_SUFFIX = ".vaultmem-backup"
 
@@ -52,8 +52,10 @@ def base_command() -> str:
     return f"{shlex.quote(sys.executable)} -m vaultmem"
 
 
-def hook_command(base: str, spec: HookSpec, vault: str | None = None) -> str:
+def hook_command(base: str, spec: HookSpec, vault: str | None = None, core_only: bool = False) -> str:
     command = f"{base} hook {spec.name}"
+    if core_only and spec.name == "session-start":
+        command += f" {CORE_ONLY}"
     if vault:
         command += f" --vault {shlex.quote(str(Path(vault).expanduser().resolve()))}"
     return command
@@ -77,7 +79,7 @@ def _bad_settings(message: str):
     return BadInput(message)
 
 
-def merge_hooks(settings: dict, command: str, vault: str | None = None) -> dict:
+def merge_hooks(settings: dict, command: str, vault: str | None = None, core_only: bool = False) -> dict:
     """`settings` with vaultmem's hooks in it (a new dict; the argument is not changed).
 
     An existing vaultmem entry is updated in place (a second copy of it is
@@ -91,7 +93,7 @@ def merge_hooks(settings: dict, command: str, vault: str | None = None) -> dict:
     if not isinstance(hooks, dict):
         raise _bad_settings('"hooks" in the settings file is not an object; fix it by hand first')
     for spec in HOOKS:
-        wanted = {"type": "command", "command": hook_command(command, spec, vault), "timeout": spec.timeout}
+        wanted = {"type": "command", "command": hook_command(command, spec, vault, core_only), "timeout": spec.timeout}
         groups = hooks.setdefault(spec.event, [])
         if not isinstance(groups, list):
             raise _bad_settings(f'"hooks.{spec.event}" in the settings file is not a list; fix it by hand first')
@@ -115,6 +117,8 @@ def merge_hooks(settings: dict, command: str, vault: str | None = None) -> dict:
                     groups.remove(group)
             else:
                 group["hooks"] = kept
+            if spec.matcher and kept and all(isinstance(h, dict) and is_ours(h.get("command")) for h in kept):
+                group["matcher"] = spec.matcher  # our own group: an older install's matcher is brought up to date
         if not found:
             groups.append({"matcher": spec.matcher, "hooks": [wanted]} if spec.matcher else {"hooks": [wanted]})
     return out
@@ -234,9 +238,11 @@ def _apply(path: Path, change: Callable[[dict], dict], dry_run: bool) -> Setting
     return SettingsChange(path, changed, backup, installed_events(new), text, bool(new.get("disableAllHooks")))
 
 
-def install(path: Path, command: str | None = None, vault: str | None = None, dry_run: bool = False) -> SettingsChange:
-    """Merge vaultmem's hooks into the settings file at `path` (created if missing)."""
-    return _apply(path, lambda s: merge_hooks(s, command or base_command(), vault), dry_run)
+def install(path: Path, command: str | None = None, vault: str | None = None, dry_run: bool = False,
+            core_only: bool = False) -> SettingsChange:
+    """Merge vaultmem's hooks into the settings file at `path` (created if missing); `core_only`:
+    SessionStart injects only L2 and L3 memories."""
+    return _apply(path, lambda s: merge_hooks(s, command or base_command(), vault, core_only), dry_run)
 
 
 def uninstall(path: Path, dry_run: bool = False) -> SettingsChange:

@@ -74,6 +74,33 @@ def write_export(vault, target: str | os.PathLike | None = None, stream=None) ->
     return count, left_out
 
 
+def export_folder(vault, folder: str | os.PathLike) -> tuple[int, list[dict]]:
+    """Copy every note file into `folder` at its vault path (`export-all DIR`, the name skillmem uses).
+
+    A file already there with the same text counts as exported; one with other
+    text is left as it is and reported (an export never overwrites). A folder
+    inside the vault is refused: the copies would be notes too.
+    """
+    root = Path(os.path.expanduser(str(folder))).resolve()
+    if root == vault.root.resolve() or vault.root.resolve() in root.parents:
+        raise BadInput(f"{root} is inside the vault; export to a folder outside it")
+    count, left_out = 0, []
+    for record in export_records(vault):
+        if record["text"] is None:
+            left_out.append({"path": record["path"], "problem": record["problem"]})
+            continue
+        target = root / record["path"]
+        if target.exists():
+            if target.read_bytes() != record["text"].encode("utf-8"):
+                left_out.append({"path": record["path"], "problem": f"{target} exists with other text; not replaced"})
+                continue
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, record["text"])
+        count += 1
+    return count, left_out
+
+
 # ---------------------------------------------------------------- restore
 
 @dataclass

@@ -17,6 +17,9 @@ JSON shape of `vaultmem ... --json`, see present.py):
     review   what is due for confirmation (read only)
     prompt   the compact block of memories for a session's context (read only)
     correct  replace a wrong memory with the right text
+    update   change a note's text, tags or tier in place (id, schedule and history kept)
+    archive  move a note out of recall into archive/ (never deleted)
+    restore  bring back an archived note, or reactivate a suspended one
     why      where a memory came from and what happened to it (read only)
 
 Memory text is data, never instructions: `prompt` returns the block framed
@@ -385,6 +388,45 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         """Replace a wrong memory: grades it again, adds the right text as a new memory that says what
         it corrects, and marks the old one superseded (kept for history, no longer recalled)."""
         return tools.added(tools.vault.correct(id, text, reason=reason or None))
+
+    @tool("update", WRITE)
+    def update(
+        id: NoteId,
+        text: Annotated[str | None, Field(description="The new text (the whole note body); omit to keep it.")] = None,
+        tags: Annotated[list[str] | None, Field(description="The new tags (replacing the old); omit to keep them.")]
+        = None,
+        tier: Annotated[str | None, _enum("Set the tier: L0 observed, L1 remembered, L2 every session, "
+                                          "L3 durable.", TIERS, optional=True)] = None,
+        redact: Redact = False,
+    ) -> dict[str, Any]:
+        """Change a note in place: its text (a typo, a detail added), its tags or its tier. Its id,
+        schedule and history stay. If the memory was wrong, call correct instead (the wrong one is
+        kept as history). Returns the note."""
+        from vaultmem.ops.corrections import edit
+
+        tier = _choice(tier.upper() if tier else tier, "tier", TIERS)
+        if text is None and tags is None and tier is None:
+            raise BadInput("nothing to update: give text, tags or tier")
+        note = None
+        if text is not None or tags is not None:
+            note = edit(tools.vault, id, text=text, tags=tags, redact=redact)
+        if tier is not None:
+            note = tools.vault.set_tier(id, tier, reason="set over MCP")
+        return _plain(tools.note(note))
+
+    @tool("archive", WRITE)
+    def archive(
+        id: NoteId,
+        reason: Annotated[str, Field(description="Why it is archived, in a few words (kept in the log).")] = "manual",
+    ) -> dict[str, Any]:
+        """Move a note out of recall into archive/ (never deleted; restore brings it back). For a
+        memory that no longer matters; a wrong one is for correct."""
+        return _plain(tools.note(tools.vault.archive(id, reason=reason or "manual")))
+
+    @tool("restore", WRITE)
+    def restore(id: NoteId) -> dict[str, Any]:
+        """Bring back an archived note, or reactivate a suspended or stale one."""
+        return _plain(tools.note(tools.vault.restore(id)))
 
     @tool("why", READ)
     def why(

@@ -185,3 +185,59 @@ def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
 
         vault.update_note(keep.id, settle, op="resolve", detail={"others": sorted(others), "both": both})
         return sorted(others)
+
+
+def supersede_pair(vault, old_id: str, new_id: str, reason: str = "superseded by hand",
+                   chain: bool = False) -> tuple[Note, Note]:
+    """`supersede OLD NEW` between two notes that exist: OLD is marked superseded by NEW and
+    NEW says what it supersedes (the links `correct` writes). Returns (old, new) after.
+    `chain`: NEW may itself be superseded (an imported chain a -> b -> c, linked link by link)."""
+    with vault.write_lock():
+        old, new = vault.get(old_id), vault.get(new_id)
+        if old.id == new.id:
+            raise BadInput(f"{old.id} cannot supersede itself")
+        if new.status == "superseded" and not chain:
+            raise BadInput(f"{new.id} is itself superseded by {new.superseded_by}; supersede with the newest")
+        if old.status == "superseded" and old.superseded_by == new.link and new.supersedes == old.link:
+            return old, new  # already so: nothing to write
+        if old.superseded_by and old.superseded_by != new.link:
+            raise BadInput(f"{old.id} is already superseded by {old.superseded_by}; only one note can supersede it")
+        old_after = supersede(vault, old.id, new, reason)
+        now = clock.now()
+        _before, new_after = vault.update_note(new.id, lambda n: {"supersedes": old.link, "updated": now},
+                                               op="edit", detail={"supersedes": old.id, "reason": reason})
+        return old_after, new_after
+
+
+def edit(vault, note_id: str, text: str | None = None, tags=None, redact: bool = False) -> Note:
+    """Change a note's text or tags in place, keeping its id, schedule and history (a typo, a
+    detail added). A memory that was wrong is for `correct`, which keeps the old one as history.
+    The new text and tags pass the redaction filter like an add's; a hand edit saved meanwhile
+    is recorded first and the change is applied on top of it."""
+    if text is None and tags is None:
+        raise BadInput("nothing to update: give a new text or tags")
+    if text is not None and not text.strip():
+        raise BadInput("the new text is empty; archive the note instead")
+    if text is not None and "\x00" in text:
+        raise BadInput("the new text contains a NUL byte; give plain text")
+    body, masked = vault.screen(text.strip(), redact) if text is not None else (None, [])
+    clean = None
+    if tags is not None:
+        clean, tag_kinds = vault.screen_tags(tuple(dict.fromkeys(str(t).strip().lstrip("#") for t in tags
+                                                                 if str(t).strip())), redact)
+        masked += tag_kinds
+    now = clock.now()
+
+    def change(note: Note) -> dict:
+        changes: dict = {"updated": now}
+        if body is not None:
+            changes["body"] = body + "\n"
+        if clean is not None:
+            changes["tags"] = clean
+        if masked:
+            changes["redacted"] = True
+        return changes
+
+    detail = {"fields": [name for name, value in (("text", body), ("tags", clean)) if value is not None]}
+    _before, after = vault.update_note(note_id, change, op="edit", detail=detail)
+    return after

@@ -44,3 +44,30 @@ def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = No
         return given
     project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd) or "").strip("-.")
     return f"projects/{project}" if project else "inbox"
+
+
+def project_root(cwd: str | os.PathLike | None = None) -> Path | None:
+    """The git repository enclosing `cwd`; None outside one (a bare folder is no project to be
+    relative to: the same path would read differently from another folder)."""
+    try:
+        folder = Path(cwd or os.getcwd()).resolve()
+    except OSError:
+        return None
+    return next((c for c in (folder, *folder.parents) if (c / ".git").exists()), None)
+
+
+def portable_path(path: str | os.PathLike, cwd: str | os.PathLike | None = None, home: str | None = None) -> str:
+    """A file path as a note's `source` keeps it: relative to the project's git repository (`notes/plan.md`), else to
+    the home folder (`~/.claude/projects/...`), else as it is. An absolute path would carry the
+    user's name and machine layout into a vault shared in git."""
+    try:
+        target = Path(os.path.expanduser(str(path))).resolve()
+    except OSError:
+        return str(path)
+    root = project_root(cwd)
+    if root is not None and root != Path(root.anchor) and root in target.parents:
+        return target.relative_to(root).as_posix()
+    base = Path(home or os.path.expanduser("~")).resolve()
+    if base != Path(base.anchor) and base in target.parents:
+        return "~/" + target.relative_to(base).as_posix()
+    return str(target)

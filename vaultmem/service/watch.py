@@ -108,7 +108,7 @@ def request_handler(engine):
                              min_score=_score(request.get("min_score")))
         problems = engine.vault.catalog().problems
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
-                "problems": [p for p, _m in problems], "model_problem": engine.model_problem}
+                "problems": [list(p) for p in problems], "model_problem": engine.model_problem}
 
     return handle
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -42,7 +43,7 @@ from vaultmem.core.model import Note
 from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states
 FULL_CHECK_SECONDS = 10.0
 RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
@@ -84,6 +85,15 @@ CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL,
 CREATE INDEX IF NOT EXISTS removed_gen ON removed(gen);
 CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
 """
+
+
+_ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
+
+
+def _stated_id(data: bytes) -> str | None:
+    """The `id:` line of a file that does not parse (broken YAML, a merge conflict), if it has one."""
+    match = _ID_LINE.search(data[:4096])
+    return match.group(1).decode("utf-8", "replace") if match else None
 
 
 def is_note_path(rel: str) -> bool:
@@ -247,6 +257,9 @@ class Catalog:
                     moved.append(folder)
             except OSError:
                 moved.append(folder)
+        # A note folder that did not exist at the last scan (a clone has no empty archive/ until
+        # a pull brings the first archived note): new, so listed whole.
+        moved += [top for top in NOTE_FOLDERS if top not in known and (self.root / top).is_dir()]
         if not moved:
             return set()
         files: dict[str, tuple[int, int]] = {}
@@ -333,7 +346,9 @@ class Catalog:
             return (rel, folder, stem, note.id, mtime, size, digest, note.type, note.namespace, note.status,
                     note_to_json(note), None)
         except NoteError as exc:
-            return (rel, folder, stem, None, mtime, size, digest, None, None, None, None, f"{exc.problem}; {exc.fix}")
+            # The id it names, if a line says it: `grade ID` on a broken note names its problem.
+            return (rel, folder, stem, _stated_id(data), mtime, size, digest, None, None, None, None,
+                    f"{exc.problem}; {exc.fix}")
 
     def _write_rows(self, rows: list[tuple], gen: int) -> None:
         self.db.executemany(
@@ -399,9 +414,10 @@ class Catalog:
         return [note_from_json(text, path) for path, text in self.db.execute(
             "SELECT path, note FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
 
-    def problem_of_stem(self, stem: str) -> tuple[str, str] | None:
-        row = self.db.execute("SELECT path, problem FROM notes WHERE stem = ? AND problem IS NOT NULL",
-                              (stem,)).fetchone()
+    def problem_of(self, ref: str) -> tuple[str, str] | None:
+        """(path, problem) of an unreadable note with this id or file name."""
+        row = self.db.execute("SELECT path, problem FROM notes WHERE (id = ? OR stem = ?) AND problem IS NOT NULL "
+                              "ORDER BY path", (ref, ref)).fetchone()
         return None if row is None else (row[0], row[1])
 
     def stem_taken(self, stem: str) -> bool:
@@ -427,6 +443,11 @@ class Catalog:
     @property
     def problems(self) -> list[tuple[str, str]]:
         return list(self.db.execute("SELECT path, problem FROM notes WHERE problem IS NOT NULL ORDER BY path"))
+
+    def unreadable_ids(self) -> frozenset[str]:
+        """Ids stated by note files that do not parse (catalogued with their problem)."""
+        return frozenset(note_id for (note_id,) in self.db.execute(
+            "SELECT id FROM notes WHERE problem IS NOT NULL AND id IS NOT NULL"))
 
     def paths(self) -> list[str]:
         return [path for (path,) in self.db.execute("SELECT path FROM notes ORDER BY path")]

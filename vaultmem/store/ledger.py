@@ -8,6 +8,14 @@ hash and its own. Changing, dropping or reordering a line breaks the chain;
 editing a note without a record shows as an unrecorded edit. The file is
 meant to be committed with the vault.
 
+In git the chain branches and joins (a DAG): each branch appends to its own
+tip, and a merge (core/merge.py, git's merge driver) keeps our lines, then
+their lines, then one `merge` record whose `prev` is our tip and whose
+`parents` are both tips, with `seq` one more than the larger of theirs. Its
+`detail.notes` lists the notes both sides changed (id -> both content hashes):
+their merged text is accepted as theirs. The tip is always the last complete
+line, so an ordinary append (CLI or Obsidian plugin) chains from it.
+
 Callers hold the vault's write lock while appending. What this module knows
 of the files comes in as arguments: it reads and writes only the ledger and
 its derived state (two tables in the catalog's SQLite file).
@@ -23,9 +31,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vaultmem.core.merge import GENESIS, ledger_record_hash
 from vaultmem.store.files import in_batch
 
-GENESIS = "0" * 64
+# The hash of one ledger line: its fields (without `hash`) in canonical JSON (core/merge.py, which
+# writes merge records, defines it; `vaultmem.store.ledger.record_hash` is the name callers use).
+record_hash = ledger_record_hash
+
 
 # Operations; the last two are written when vaultmem finds a change it did not make.
 OPS = ("add", "recur", "grade", "edit", "supersede", "contest", "resolve", "archive", "restore", "promote",
@@ -36,13 +48,6 @@ def content_hash(text: str) -> str:
     """The hash of a note's text as a person sees it (NFC, LF), hex."""
     normalized = unicodedata.normalize("NFC", text).replace("\r\n", "\n")
     return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
-
-
-def record_hash(record: dict) -> str:
-    """The hash of one ledger line: its fields (without `hash`) in canonical JSON."""
-    body = {k: v for k, v in record.items() if k != "hash"}
-    canonical = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -125,7 +130,7 @@ class Ledger:
             if not in_batch():  # else the batch's one sync (files.batched_durability)
                 os.fsync(handle.fileno())
             end = handle.tell()
-        self._take(records, offset, end)
+        self._take(records, offset, end, lines[-1].encode("utf-8"))
         return records
 
     # ------------------------------------------------------------ reading
@@ -137,9 +142,10 @@ class Ledger:
             size = self.path.stat().st_size
         except FileNotFoundError:
             size = 0
-        if size < offset or (size == 0 and offset):
-            # The file was cut, emptied or replaced (a checkout of an older commit does
-            # this too): read it again, remembering what it held for `verify` to judge.
+        if size < offset or (size == 0 and offset) or (offset and not self._same_last_line()):
+            # The file was cut, emptied or replaced (a checkout of an older commit or of another
+            # branch does this too, keeping its size or growing): read it again, remembering
+            # what it held for `verify` to judge.
             self._reset(lost=(seq, tip))
             offset, seq, tip = 0, 0, GENESIS
         if size > offset:
@@ -156,15 +162,31 @@ class Ledger:
                 if isinstance(record, dict):
                     records.append(record)
             if complete:
-                self._take(records, offset, offset + len(complete))
+                self._take(records, offset, offset + len(complete), _last_line(complete))
                 offset, seq, tip = self._tip()
         return offset, seq, tip
+
+    def _same_last_line(self) -> bool:
+        """Whether the last line read is still where it was, with the same bytes: a file
+        that kept its length but changed before that point is another file."""
+        values = dict(self.db.execute("SELECT key, value FROM ledger_tip WHERE key IN ('line_start', 'line_sha', "
+                                      "'offset')"))
+        if "line_sha" not in values:
+            return True  # read before this check existed
+        start, end = int(values["line_start"]), int(values["offset"])
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(start)
+                line = handle.read(end - start)
+        except OSError:
+            return False
+        return hashlib.sha256(line).hexdigest() == values["line_sha"]
 
     def _tip(self) -> tuple[int, int, str]:
         values = dict(self.db.execute("SELECT key, value FROM ledger_tip"))
         return int(values.get("offset", 0)), int(values.get("seq", 0)), values.get("tip", GENESIS)
 
-    def _take(self, records: list[dict], start: int, end: int) -> None:
+    def _take(self, records: list[dict], start: int, end: int, last_line: bytes) -> None:
         db = self.db
         began = not db.in_transaction
         if began:
@@ -180,11 +202,25 @@ class Ledger:
                 if note_id:
                     db.execute("INSERT OR REPLACE INTO ledger_last VALUES (?, ?, ?, ?, ?, ?)",
                                (note_id, *(record.get(k) for k in _LAST_FIELDS)))
+                elif record.get("op") == "merge":
+                    self._take_merge(record)
             db.executemany("INSERT OR REPLACE INTO ledger_tip VALUES (?, ?)",
-                           [("offset", str(end)), ("seq", str(seq)), ("tip", tip)])
+                           [("offset", str(end)), ("seq", str(seq)), ("tip", tip),
+                            ("line_start", str(end - len(last_line))),
+                            ("line_sha", hashlib.sha256(last_line).hexdigest())])
         finally:
             if began:
                 db.execute("COMMIT")
+
+    def _take_merge(self, record: dict) -> None:
+        """A note both sides changed has a merged text no record hashes: its last record
+        becomes the merge, holding both sides' hashes (check_notes accepts the merged text)."""
+        notes = (record.get("detail") or {}).get("notes")
+        for note_id, contents in (notes.items() if isinstance(notes, dict) else ()):
+            row = self.db.execute("SELECT path FROM ledger_last WHERE id = ?", (note_id,)).fetchone()
+            merged = json.dumps(contents) if isinstance(contents, list) else None
+            self.db.execute("INSERT OR REPLACE INTO ledger_last VALUES (?, ?, ?, ?, ?, ?)",
+                            (note_id, "merge", row[0] if row else "", merged, record.get("time"), record.get("seq")))
 
     def _reset(self, lost: tuple[int, str] | None = None) -> None:
         lost = lost if lost and lost[0] else self.lost()
@@ -240,10 +276,24 @@ class Ledger:
 
 # ---------------------------------------------------------------- checking
 
+def _last_line(data: bytes) -> bytes:
+    """The last complete line of `data` (which ends with a newline), newline included."""
+    return data[data.rfind(b"\n", 0, len(data) - 1) + 1:]
+
+
 def check_chain(lines) -> list[Problem]:
-    """Breaks in the chain: unreadable lines, a wrong `prev`, a hash that does not match."""
+    """Breaks in the chain: unreadable lines, a `prev` that names no earlier record, a hash
+    that does not match, a wrong `seq`, a branch no `merge` record joins.
+
+    The chain is a DAG (see merge records in the module docstring): each record follows
+    one earlier record (`prev`), a merge record follows two or more heads (`parents`),
+    and at the end one head is left, the last line's record. A line removed, inserted
+    or moved leaves a record following nothing before it, or a second head.
+    """
     problems = []
-    tip, seq = GENESIS, 0
+    seqs: dict[str, int] = {GENESIS: 0}
+    heads: dict[str, str] = {}  # hash -> where, for records nothing follows yet
+    last = GENESIS  # the hash of the last readable record
     damaged: str | None = None  # an unreadable line, judged by the record after it
     for number, record, _raw in lines:
         where = f"ledger.jsonl line {number}"
@@ -253,43 +303,77 @@ def check_chain(lines) -> list[Problem]:
             damaged = where
             continue
         if damaged:
-            # The chain going on from the record before it: an append cut short (a crash),
-            # nothing lost. Otherwise a record was damaged or replaced.
-            torn = record.get("prev") == tip
+            # The chain going on from a record before it: an append cut short (a crash),
+            # nothing lost. Otherwise a record was damaged or replaced (what follows it
+            # follows a hash no readable line has). In a merged file the next line may
+            # start the other branch, so any earlier record will do.
+            torn = record.get("prev") in seqs
             problems.append(Problem("torn" if torn else "break", damaged,
                                     TORN if torn else "not a JSON record; the line was damaged or edited"))
             damaged = None
-        if record.get("prev") != tip:
+        parents = _parents(record)
+        if parents is None:
+            problems.append(Problem("break", where, "a merge record whose `parents` do not start with its `prev`"))
+            parents = [record.get("prev")]
+        unknown = [p for p in parents if p not in seqs]
+        if unknown:
             problems.append(Problem("break", where, "does not follow the line before it (a line was removed, "
                                                     "inserted or reordered)"))
-        if record_hash(record) != record.get("hash"):
+        elif len(parents) > 1 and any(p not in heads for p in parents):
+            problems.append(Problem("break", where, "a merge record joining a record that was already followed"))
+        own = record.get("hash")
+        if record_hash(record) != own:
             problems.append(Problem("break", where, "its hash does not match its content (the line was edited)"))
-        elif record.get("seq") != seq + 1:
-            problems.append(Problem("break", where, f"sequence {record.get('seq')} after {seq}"))
-        tip, seq = (record.get("hash", tip),
-                    record.get("seq", seq + 1) if isinstance(record.get("seq"), int) else seq + 1)
+        else:
+            expected = max((seqs.get(p, 0) for p in parents), default=0) + 1
+            if record.get("seq") != expected:
+                problems.append(Problem("break", where, f"sequence {record.get('seq')} after {expected - 1}"))
+        for parent in parents:
+            heads.pop(parent, None)
+        if isinstance(own, str):
+            seqs[own] = record.get("seq") if isinstance(record.get("seq"), int) else 0
+            heads[own] = where
+            last = own
     if damaged:
         problems.append(Problem("torn", damaged, TORN))
+    for head, where in heads.items():
+        if head != last:
+            problems.append(Problem("break", where, "a branch no merge record joins (a line was inserted, "
+                                                    "or a merge record removed)"))
     return problems
+
+
+def _parents(record: dict) -> list | None:
+    """The records a record follows: its `prev`, or a merge record's `parents` (None if they disagree)."""
+    if record.get("op") != "merge":
+        return [record.get("prev")]
+    parents = record.get("parents")
+    if not isinstance(parents, list) or len(parents) < 2 or parents[0] != record.get("prev"):
+        return None
+    return parents
 
 
 TORN = "an incomplete record (an append cut short by a crash); the chain goes on from the record before it"
 
 
-def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]]) -> list[Problem]:
+def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]],
+                unreadable: frozenset[str] = frozenset()) -> list[Problem]:
     """Notes whose text differs from the last recorded hash, notes never recorded,
-    and recorded notes no file holds any more. `files`: id -> (path, content hash)."""
+    and recorded notes no file holds any more. `files`: id -> (path, content hash);
+    `unreadable`: ids of notes whose file is there but cannot be read now (broken YAML,
+    a merge conflict): not missing, and health names their problem."""
     problems = []
     for note_id, (path, digest) in sorted(files.items(), key=lambda item: item[1][0]):
         record = last.get(note_id)
         if record is None:
             problems.append(Problem("untracked note", path, f"{note_id} has no ledger record (made by hand or "
                                                             "before the ledger existed)", note_id))
-        elif record.get("content") != digest:
+        elif record.get("content") != digest and record.get("op") != "merge":
+            # (a note both sides of a merge changed holds the merged text: the merge record vouches for it)
             problems.append(Problem("unrecorded edit", path, f"{note_id} changed since its last record "
                                                              f"({record.get('op')} at {record.get('time')})", note_id))
     for note_id, record in sorted(last.items()):
-        if note_id not in files and record.get("content") is not None:
+        if note_id not in files and note_id not in unreadable and record.get("content") is not None:
             problems.append(Problem("missing note", record.get("path") or note_id,
                                     f"{note_id} was recorded ({record.get('op')} at {record.get('time')}) "
                                     "but no file holds it now", note_id))

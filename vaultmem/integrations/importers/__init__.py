@@ -104,6 +104,14 @@ def read(path: Path, fmt: str = "auto", max_bytes: int = MAX_FILE_BYTES) -> tupl
     return fmt, list(readers[fmt](path, max_bytes))
 
 
+def fields_of(fmt: str) -> dict[str, str]:
+    """What an import of `fmt` does with each field of the source: kept, mapped (to what) or dropped (why)."""
+    from vaultmem.integrations.importers import agent_brain, agentmemory_sr, skillmem
+
+    return {"agentmemory-sr": agentmemory_sr.FIELDS, "skillmem": skillmem.FIELDS,
+            "agent-brain": agent_brain.FIELDS}.get(fmt, {})
+
+
 def default_namespace(path: Path, fmt: str) -> str:
     """The namespace for records whose source names none (and no -n was given)."""
     if fmt == "markdown" and path.is_dir():

@@ -42,6 +42,24 @@ from vaultmem.integrations.importers.common import (
     _when,
 )
 
+FIELDS = {
+    "id, key": "kept as the original_id property (`vaultmem show OLD_ID` finds the note)",
+    "content, text, memory, fact, ...": "kept as the note's text (the first such field)",
+    "namespace, category, scope, project, ...": "mapped to the namespace",
+    "tags, keywords, labels, categories": "kept as tags",
+    "created_at, created, timestamp, ...": "kept as created",
+    "superseded_by (supersededBy), supersedes": "kept: the older record is superseded by the newer one's note "
+                                                "(a link both ways); superseded with no link when the newer one "
+                                                "is not in the file",
+    "status": "kept: archived -> archive/, stale, superseded (and historical, agent-memory's word for it); "
+              "deleted or forgotten records are skipped",
+    "strength": "kept when it is 0-1",
+    "importance, priority, confidence": "dropped: vaultmem earns strength by grades",
+    "access_count, uses, last_accessed": "dropped: vaultmem counts grades on its own FSRS card",
+    "observations (knowledge graph)": "kept, one memory each; a superseded observation is imported superseded",
+    "relations (knowledge graph)": "kept as 'from relation to' memories",
+}
+
 # Field names that hold a memory's text, its group, its tags and its date, in order of preference.
 TEXT_FIELDS = ("content", "text", "memory", "fact", "body", "value", "observation", "note", "summary", "message")
 GROUP_FIELDS = ("namespace", "category", "scope", "project", "topic", "type", "kind", "memory_type")
@@ -113,13 +131,13 @@ def _json_item(item, where: str) -> Iterator[Record]:
         name = str(item.get("name") or "").strip()
         kind = clean_namespace(item.get("entityType"))
         for index, observation in enumerate(item.get("observations") or []):
-            if isinstance(observation, dict):  # versioned observations: {content, superseded_by, ...}
-                if observation.get("superseded_by"):
-                    continue
+            extra = {}
+            if isinstance(observation, dict):  # versioned observations: {id, content, superseded_by, ...}
+                extra = _lineage(observation)
                 observation = next((observation[k] for k in TEXT_FIELDS if observation.get(k)), "")
             text = str(observation).strip()
             yield Incoming(f"{name}: {text}" if name else text, kind, tuple(t for t in (kind,) if t),
-                           f"{where} {name} observation {index + 1}".strip())
+                           f"{where} {name} observation {index + 1}".strip(), extra=extra)
         return
     if item.get("type") == "relation" or {"from", "to", "relationType"} <= set(item):
         yield Incoming(f"{item.get('from')} {str(item.get('relationType', '')).replace('_', ' ')} {item.get('to')}",
@@ -141,7 +159,32 @@ def _json_item(item, where: str) -> Iterator[Record]:
     yield Incoming(_text(text), clean_namespace(group), tuple(tags),
                    where if not key or str(key) in where else f"{where} ({key})",
                    _when(next((item[k] for k in DATE_FIELDS if item.get(k)), None)),
-                   extra=_status(item) | {k: item[k] for k in ("importance", "priority", "confidence") if k in item})
+                   extra=_status(item) | _lineage(item) | _strength(item))
+
+
+def _lineage(item: dict) -> dict:
+    """The record's own id, its supersede links (ids of the other records) and a superseded status."""
+    extra = {}
+    original = item.get("id") if item.get("id") not in (None, "") else item.get("_key")
+    if original not in (None, ""):
+        extra["original_id"] = str(original)
+    for key, spellings in (("superseded_by", ("superseded_by", "supersededBy")), ("supersedes", ("supersedes",))):
+        value = next((_json(item[k]) for k in spellings if item.get(k) not in (None, "", [], False)), None)
+        if value not in (None, "", [], False):
+            extra[key] = value
+    status = str(item.get("status") or "").strip().lower()
+    if extra.get("superseded_by") or status in ("superseded", "historical"):  # historical: agent-memory's word
+        extra["status"] = "superseded"
+    elif status == "stale":
+        extra["status"] = "stale"
+    return extra
+
+
+def _strength(item: dict) -> dict:
+    value = item.get("strength")
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return {"strength": value}
+    return {}
 
 
 def _generic_db(path: Path) -> Iterator[Record]:
@@ -158,6 +201,6 @@ def _generic_db(path: Path) -> Iterator[Record]:
             row = {k: v for k, v in dict(row).items()}
             lower = {k.lower(): v for k, v in row.items()}
             where = f"{path}#{table}/{lower.get('id') or row['_rowid']}"
-            lower.pop("id", None)
+            lower["id"] = lower.get("id") if lower.get("id") not in (None, "") else None
             lower.pop("key", None)
             yield from _json_item(lower, where)

@@ -11,13 +11,15 @@ record as added, merged, unchanged, a conflict, skipped or an error;
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from vaultmem.errors import BadInput, SecretFound, VaultmemError
-from vaultmem.integrations.importers import default_namespace, read
+from vaultmem.integrations.importers import default_namespace, fields_of, read
 from vaultmem.integrations.importers.base import Incoming, Restore, Skip, clean_namespace
+from vaultmem.integrations.importers.fidelity import keep_state, link_chains
+from vaultmem.ops.provenance import portable_path
 
 
 @dataclass
@@ -33,10 +35,15 @@ class Report:
     conflicts: list[dict] = field(default_factory=list)  # a restored note the vault has with other text
     skipped: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
+    # What became of each field the source format has: {field: "kept" | "mapped: ..." | "dropped: ..."}.
+    fields: dict = field(default_factory=dict)
+    reviews: int = 0  # review-history lines appended to reviews.jsonl
+    chains: int = 0  # supersede links made between imported notes
 
     def to_dict(self) -> dict:
         lists = ("added", "merged", "unchanged", "conflicts", "skipped", "errors")
-        return {"path": self.path, "format": self.format, "dry_run": self.dry_run,
+        return {"path": self.path, "format": self.format, "dry_run": self.dry_run, "fields": self.fields,
+                "reviews": self.reviews, "chains": self.chains,
                 "counts": {name: len(getattr(self, name)) for name in lists},
                 **{name: getattr(self, name) for name in lists}}
 
@@ -46,7 +53,10 @@ class Report:
         if self.unchanged or self.conflicts:
             parts += [f"unchanged {len(self.unchanged)}", f"conflicts {len(self.conflicts)}"]
         parts += [f"skipped {len(self.skipped)}", f"errors {len(self.errors)}"]
+        if self.reviews or self.chains:
+            parts += [f"reviews {self.reviews}", f"supersede links {self.chains}"]
         lines = [f"{self.format} {self.path}: " + ", ".join(parts)]
+        lines += [f"  field {name}: {fate}" for name, fate in self.fields.items()]
         for name, label in (("conflicts", "conflict"), ("skipped", "skipped"), ("errors", "error")):
             lines += [f"  {label}: {item['source']}: {item['reason']}" for item in getattr(self, name)]
         return "\n".join(lines)
@@ -74,7 +84,10 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     source_path = Path(os.path.expanduser(str(path))).resolve()
     base = check_namespace(namespace) if namespace else ""
     fmt, records = read(source_path, fmt, vault.config.max_note_bytes)
-    report = Report(str(source_path), fmt, dry_run)
+    report = Report(str(source_path), fmt, dry_run, fields=dict(fields_of(fmt)))
+    shown_path = portable_path(source_path)
+    imported: dict[str, str] = {}  # original id -> note id, for chains and the report
+    chains: list[tuple[str, str, str]] = []
     fallback = default_namespace(source_path, fmt)
     known = _known_texts(vault)
     seen: dict[tuple, str] = {}
@@ -93,8 +106,25 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
             entry = dict(detail, source=record.source)
             {"added": report.added, "unchanged": report.unchanged, "conflict": report.conflicts}[action].append(entry)
         else:
-            _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact)
+            if record.source.startswith(str(source_path)):  # no /home/<user>/ in the vault's sources
+                record = replace(record, source=shown_path + record.source[len(str(source_path)):])
+            note_id = _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact)
+            original = record.extra.get("original_id")
+            if note_id and original not in (None, ""):
+                imported[str(original)] = note_id
+            extra = record.extra
+            chains += [(str(original), newer, record.source) for newer in _listed(extra.get("superseded_by"))]
+            chains += [(older, str(original), record.source) for older in _listed(extra.get("supersedes"))]
+    if not dry_run:
+        report.chains = link_chains(vault, imported, chains, report)
     return report
+
+
+def _listed(value) -> list[str]:
+    """An id or a list of ids, as sources write a chain's other end."""
+    if value in (None, "", False):
+        return []
+    return [str(v) for v in value if v not in (None, "")] if isinstance(value, (list, tuple)) else [str(value)]
 
 
 def _known_texts(vault) -> dict[tuple, str]:
@@ -105,7 +135,8 @@ def _known_texts(vault) -> dict[tuple, str]:
 
 
 def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, seen: dict, report: Report,
-             dry_run: bool, redact: bool) -> None:
+             dry_run: bool, redact: bool) -> str | None:
+    """Write one record; the id of the note that holds it now (new or merged into), or None."""
     from vaultmem.vault import check_namespace
 
     text = record.text.strip()
@@ -122,12 +153,12 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
     if key in seen:
         report.merged.append({"id": seen[key], "namespace": namespace, "source": record.source,
                               "reason": "repeated in the import"})
-        return
+        return seen[key]
     if key in known:
         seen[key] = known[key]
         report.merged.append({"id": known[key], "namespace": namespace, "source": record.source,
                               "reason": "already in the vault"})
-        return
+        return known[key]
     if dry_run:
         _predict(vault, record, text, namespace, key, seen, report, redact)
         return
@@ -141,8 +172,11 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
     entry = {"id": note.id, "namespace": namespace, "path": note.path, "source": record.source}
     if result.action == "recurrence":
         report.merged.append(dict(entry, reason=result.reason or "same memory"))
-        return
+        return note.id
     known[(note.namespace, note.type, _norm(note.text))] = note.id
+    status = keep_state(vault, note.id, record, report)
+    if status and status != "active":
+        entry["status"] = status
     if record.extra.get("status") == "archived":
         try:
             note = vault.archive(note.id, reason="import")
@@ -150,6 +184,8 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
         except VaultmemError as exc:
             report.errors.append({"source": record.source, "reason": f"added as {note.id}, not archived: {exc}"})
     report.added.append(entry)
+    report.reviews += len(record.extra.get("reviews") or ())
+    return note.id
 
 
 def _refused(report: Report, source: str, exc: VaultmemError) -> None:

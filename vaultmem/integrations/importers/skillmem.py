@@ -45,6 +45,27 @@ from vaultmem.integrations.importers.common import (
 )
 from vaultmem.store.files import read_text
 
+FIELDS = {
+    "slug (name)": "kept as the original_id property (`vaultmem show SLUG` finds the note)",
+    "title (description)": "kept as the title (the first line, or a skill's heading)",
+    "body": "kept; a skill's **trigger:**/**steps:**/**outcome:**/**lessons:** lines -> its sections",
+    "kind (metadata.type)": "mapped: skill -> a vaultmem skill, any other kind -> a memory (the kind names the "
+                            "namespace when there is no project)",
+    "project": "mapped to the namespace",
+    "tags, topics": "kept as tags",
+    "created_at": "kept as created",
+    "strength": "mapped: x 0.5 (skillmem starts a memory at 1.0, vaultmem at 0.5), within 0.05-1.0",
+    "lifecycle": "kept: archived -> archive/, stale -> stale",
+    "supersedes_id": "kept as a supersede link when both rows are imported",
+    "deleted_at": "dropped: deleted rows are skipped",
+    "updated_at, last_accessed_at, last_decayed_at": "dropped: vaultmem's updated is the import time",
+    "access_count, confirmed_count, failure_count": "dropped: vaultmem counts grades on its own FSRS card",
+    "pinned, visibility, origin, trusted_at, owner_seal, ttl_days, freshness_until": "dropped: no vaultmem "
+                                                                                    "equivalent",
+    "memory_history, mem_links": "dropped",
+}
+SKILLMEM_NEW_STRENGTH = 1.0  # what skillmem gives a new memory; vaultmem's strength_initial is 0.5
+
 _SKILL_LINE = re.compile(r"^\*\*(trigger|steps|outcome|lessons):\*\*\s?(.*)$", re.IGNORECASE)
 
 
@@ -66,7 +87,8 @@ def read_skillmem(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Recor
         if not isinstance(meta, dict):
             meta = {}
         inner = meta.get("metadata") if isinstance(meta.get("metadata"), dict) else {}
-        status = "archived" if (meta.get("lifecycle") == "archived" or meta.get("archived") is True) else None
+        status = "archived" if (meta.get("lifecycle") == "archived" or meta.get("archived") is True) else (
+            "stale" if meta.get("lifecycle") == "stale" else None)
         yield _skillmem_record(
             str(file), kind=str(inner.get("type") or meta.get("type") or (rel.split("/")[0] if "/" in rel else "note")),
             slug=meta.get("name") or file.stem, title=meta.get("description") or meta.get("title"),
@@ -81,8 +103,10 @@ def _skillmem_db(path: Path) -> Iterator[Record]:
         columns = _columns(db, "memory_items")
         if not {"slug", "body"} <= columns:
             raise BadInput(f"{path} has no skillmem `memory_items` table")
+        slugs = {row[0]: row[1] for row in db.execute("SELECT id, slug FROM memory_items")}
         for row in db.execute("SELECT * FROM memory_items ORDER BY created_at, id"):
             row = dict(row)
+            row["supersedes"] = slugs.get(row.get("supersedes_id"))
             where = f"{path}#{row.get('slug') or row.get('id')}"
             if row.get("deleted_at"):
                 yield Skip(where, "deleted in skillmem")
@@ -95,8 +119,8 @@ def _skillmem_db(path: Path) -> Iterator[Record]:
                 where, kind=str(row.get("kind") or "note"), slug=row.get("slug"), title=row.get("title"),
                 body=row.get("body") or "", project=row.get("project"),
                 tags=_list(_json(row.get("tags"))) + _list(_json(row.get("topics"))), created=row.get("created_at"),
-                status="archived" if row.get("lifecycle") == "archived" else None,
-                extra={k: row[k] for k in ("strength", "pinned", "origin") if k in row},
+                status=row.get("lifecycle") if row.get("lifecycle") in ("archived", "stale") else None,
+                extra={k: row[k] for k in ("strength", "pinned", "origin", "supersedes") if row.get(k) is not None},
             )
 
 
@@ -105,7 +129,11 @@ def _skillmem_record(where, kind, slug, title, body, project, tags, created, sta
     title = str(title or "").strip() or None
     body = _text(body)
     namespace = clean_namespace(project) or ("" if kind == "skill" else clean_namespace(kind))
-    extra = dict(extra, skillmem_kind=kind, skillmem_slug=slug)
+    extra = dict(extra, skillmem_kind=kind, skillmem_slug=slug, original_id=slug)
+    if isinstance(extra.get("strength"), (int, float)) and not isinstance(extra["strength"], bool):
+        extra["strength"] = 0.5 * extra["strength"] / SKILLMEM_NEW_STRENGTH
+    else:
+        extra.pop("strength", None)
     if status:
         extra["status"] = status
     if kind == "skill":

@@ -1,0 +1,337 @@
+"""The vault in git: real repositories, clones that add, grade (the same notes too), correct,
+archive and edit by hand, merged in both orders with vaultmem's drivers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vaultmem.cli.main import cli
+from vaultmem.config import load_config
+from vaultmem.core.schedule import replay
+from vaultmem.store.ledger import check_chain
+from vaultmem.vault import Vault, init_vault
+
+CARD = ("state", "step", "stability", "difficulty", "due", "last_review", "reps", "lapses", "strength")
+
+
+@pytest.fixture(autouse=True)
+def git_identity(tmp_path, monkeypatch):
+    config = tmp_path / "gitconfig"
+    config.write_text("[user]\n\tname = Test\n\temail = test@example.com\n[init]\n\tdefaultBranch = main\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("VAULTMEM_NO_SERVER", "1")
+    yield
+    # Recall keeps one warm engine per vault in this process (open catalogs and index files):
+    # these vaults are gone after the test, so their engines go too (the suite shares one process).
+    from vaultmem.search import engine
+
+    for key in [k for k in engine._ENGINES if k[0].startswith(str(tmp_path))]:
+        engine._ENGINES.pop(key).vault.forget_catalog()
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    assert not check or done.returncode == 0, f"git {' '.join(args)}: {done.stderr}{done.stdout}"
+    return done
+
+
+def vaultmem(root: Path, *args: str, expect: int = 0, now: str | None = None):
+    env = {"VAULTMEM_NOW": now} if now else {}
+    result = CliRunner().invoke(cli, ["--vault", str(root), *args], env=env, catch_exceptions=False)
+    assert result.exit_code == expect, f"exit {result.exit_code}: {result.output}"
+    return result
+
+
+def at(monkeypatch, when: str) -> None:
+    monkeypatch.setenv("VAULTMEM_NOW", when)
+
+
+def commit(root: Path, message: str) -> None:
+    Vault(root).verify()  # hand edits on the record, as `vaultmem sync` does before it commits
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def origin(tmp_path, monkeypatch):
+    """A vault in git with three memories graded once, the drivers installed, committed."""
+    root = tmp_path / "origin"
+    git(tmp_path, "init", "-q", str(root))
+    init_vault(root)
+    vaultmem(root, "git", "install")
+    vault = Vault(root)
+    ids = {}
+    for key, text in (("db", "Staging runs Postgres 16 on port 5433"), ("deploy", "Deploys go blue green via Argo"),
+                      ("cache", "The cache is Redis 7 on the cache host")):
+        ids[key] = vault.add(text, "work").note.id
+    at(monkeypatch, "2026-01-06T09:00:00")
+    for note_id in ids.values():
+        vault.grade(note_id, "good")
+    note = vault.get(ids["deploy"])
+    (root / note.path).write_text((root / note.path).read_text() + "\nLine two.\n\nLine three.\n")
+    commit(root, "base")
+    return root, ids
+
+
+def clone(origin: Path, name: str) -> Path:
+    target = origin.parent / name
+    git(origin.parent, "clone", "-q", str(origin), str(target))
+    vaultmem(target, "git", "install")
+    return target
+
+
+def work_on_clones(origin_root: Path, ids: dict, monkeypatch) -> tuple[Path, Path]:
+    """Clone A and clone B each add, grade (the same note db on both), correct or archive,
+    and edit a body by hand, then commit."""
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    va = Vault(a)
+    at(monkeypatch, "2026-01-07T10:00:00")
+    va.add("Alpha uses Kafka for events", "alpha")
+    va.grade(ids["db"], "again")
+    at(monkeypatch, "2026-01-09T10:00:00")
+    va.grade(ids["db"], "good")
+    va.grade(ids["deploy"], "hard")
+    va.correct(ids["cache"], "The cache is Valkey 8 on the cache host", reason="migrated")
+    path = a / va.get(ids["deploy"]).path
+    path.write_text(path.read_text().replace("Line two.", "Line two, edited on A."))
+    commit(a, "a")
+
+    vb = Vault(b)
+    at(monkeypatch, "2026-01-08T10:00:00")
+    vb.add("Beta runs on ARM servers", "beta")
+    vb.grade(ids["db"], "good")
+    at(monkeypatch, "2026-01-10T10:00:00")
+    vb.grade(ids["db"], "easy")
+    vb.archive(ids["deploy"], reason="retired")
+    path = b / vb.get(ids["deploy"]).path
+    path.write_text(path.read_text().replace("Line three.", "Line three, edited on B."))
+    commit(b, "b")
+    return a, b
+
+
+def log_lines(text: str) -> list[str]:
+    return [line for line in text.split("\n") if line]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("order", ["a-pulls-b", "b-pulls-a"])
+def test_clones_merge_without_conflicts_in_both_orders(origin, monkeypatch, order):
+    origin_root, ids = origin
+    a, b = work_on_clones(origin_root, ids, monkeypatch)
+    here, there = (a, b) if order == "a-pulls-b" else (b, a)
+    git(here, "remote", "add", "other", str(there))
+    git(here, "fetch", "-q", "other")
+    base = git(here, "merge-base", "HEAD", "other/main").stdout.strip()
+    merged = git(here, "merge", "--no-edit", "other/main", check=False)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert git(here, "diff", "--name-only", "--diff-filter=U").stdout == ""
+
+    # Every review line of both sides, once.
+    reviews = log_lines((here / ".vaultmem/reviews.jsonl").read_text())
+    sides = set(log_lines((a / ".vaultmem/reviews.jsonl").read_text())) | set(
+        log_lines((b / ".vaultmem/reviews.jsonl").read_text()))
+    assert sorted(reviews) == sorted(sides) and len(reviews) == len(set(reviews))
+    times = [json.loads(line)["review_datetime"] for line in reviews]
+    assert times == sorted(times)
+
+    # The card of the note graded on both sides is the replay of the merged log since the base.
+    vault = Vault(here)
+    db = vault.get(ids["db"])
+    base_text = git(here, "show", f"{base}:{db.path}").stdout
+    base_note = vault.read_note(db.path, base_text)
+    base_reviews = set(log_lines(git(here, "show", f"{base}:.vaultmem/reviews.jsonl").stdout))
+    since = sorted((json.loads(line) for line in reviews if line not in base_reviews
+                    and json.loads(line)["id"] == ids["db"]), key=lambda r: r["review_datetime"])
+    assert [r["rating"] for r in since] == ["again", "good", "good", "easy"]
+    expected = replay(base_note, since, load_config(here / ".vaultmem/config.yaml"))
+    for key in CARD:
+        assert getattr(db, key) == expected[key], key
+    assert db.reps == base_note.reps + 4
+
+    # Archived on B, graded and edited on A: archived, both body edits, A's grade.
+    deploy = vault.get(ids["deploy"])
+    assert deploy.path.startswith("archive/") and deploy.status == "archived"
+    assert "Line two, edited on A." in deploy.body and "Line three, edited on B." in deploy.body
+    assert deploy.reps == 2
+    cache = vault.get(ids["cache"])
+    assert cache.status == "superseded" and cache.superseded_by
+
+    # The ledger joins both branches; verify --strict passes.
+    assert not check_chain(vault.ledger.records())
+    assert json.loads(log_lines((here / ".vaultmem/ledger.jsonl").read_text())[-1])["op"] == "merge"
+    vaultmem(here, "verify", "--strict")
+
+    # Recall works on the merged vault: notes from both sides.
+    hits = json.loads(vaultmem(here, "recall", "Kafka events", "--json").stdout)
+    assert hits and "Kafka" in hits[0]["text"]
+    hits = json.loads(vaultmem(here, "recall", "ARM servers", "--json").stdout)
+    assert hits and "ARM" in hits[0]["text"]
+
+    # Reads touch nothing git tracks.
+    for args in (("recall", "postgres port"), ("prompt",), ("review",), ("health",), ("verify",),
+                 ("verify", "--strict"), ("list", "--all"), ("show", ids["db"])):
+        vaultmem(here, *args)
+    assert git(here, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.slow
+def test_both_orders_give_the_same_notes(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = work_on_clones(origin_root, ids, monkeypatch)
+    results = []
+    for here, there in ((a, b), (b, a)):
+        git(here, "fetch", "-q", str(there), "main:incoming")
+        git(here, "merge", "-q", "--no-edit", "incoming")
+        vault = Vault(here)
+        results.append({n.id: {k: getattr(n, k) for k in (*CARD, "status", "tags", "days", "body")}
+                        for n in vault.notes(include_hidden=True)})
+    assert results[0] == results[1]
+
+
+@pytest.mark.slow
+def test_a_true_body_conflict_is_left_and_named(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    for root, words in ((a, "on A"), (b, "on B")):
+        vault = Vault(root)
+        vault.grade(ids["db"], "good")
+        path = root / vault.get(ids["db"]).path
+        path.write_text(path.read_text().replace("port 5433", f"port 5433 ({words})"))
+        commit(root, words)
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    merged = git(a, "merge", "--no-edit", "incoming", check=False)
+    assert merged.returncode != 0
+    conflicted = git(a, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    assert conflicted == [Vault(origin_root).get(ids["db"]).path]
+    text = (a / conflicted[0]).read_text()
+    head, body = text.split("\n---\n", 1)
+    assert "<<<<<<<" not in head and "<<<<<<<" in body  # the properties merged, the text left to a person
+    message = f"unresolved merge conflict in {conflicted[0]}"
+    result = vaultmem(a, "grade", ids["db"], "good", expect=2)
+    assert message in result.output
+    assert message in vaultmem(a, "health").output
+    recall = vaultmem(a, "recall", "postgres")
+    assert message in recall.stderr
+    result = vaultmem(a, "sync", expect=2)
+    assert "unmerged paths" in result.output
+
+
+def test_install_is_idempotent_and_status_says_what_is_set(tmp_path):
+    root = tmp_path / "repo" / "vault"
+    root.mkdir(parents=True)
+    git(tmp_path / "repo", "init", "-q")
+    result = vaultmem(root, "init", str(root))
+    assert "vaultmem git install" in result.output  # a hint, never a question
+    vaultmem(root, "git", "status", expect=1)
+    assert "set up" in vaultmem(root, "git", "install").output
+    attributes = (root / ".gitattributes").read_text()
+    assert "already set up" in vaultmem(root, "git", "install").output
+    assert (root / ".gitattributes").read_text() == attributes
+    status = json.loads(vaultmem(root, "git", "status", "--json").stdout)
+    assert status["installed"] and all(status["drivers"].values())
+    check = git(root, "check-attr", "merge", "--", "memories/work/x.md", ".vaultmem/reviews.jsonl").stdout
+    assert "memories/work/x.md: merge: vaultmem-note" in check and "reviews.jsonl: merge: vaultmem-log" in check
+
+
+def test_init_outside_git_says_nothing_of_git(tmp_path):
+    result = vaultmem(tmp_path / "v", "init", str(tmp_path / "v"))
+    assert "git install" not in result.output and json.loads(
+        vaultmem(tmp_path / "v", "init", str(tmp_path / "v"), "--json").stdout)["git"] is None
+
+
+@pytest.mark.slow
+def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
+    origin_root, ids = origin
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    Vault(a).grade(ids["db"], "good")
+    vaultmem(a, "sync")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    Vault(b).grade(ids["db"], "hard")
+    vaultmem(b, "sync")
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        assert vault.get(ids["db"]).reps == 3
+        vaultmem(root, "verify", "--strict")
+        assert git(root, "status", "--porcelain").stdout == ""
+
+
+def grade_then_archive(root: Path, note_id: str, first_day: int, grades: int, monkeypatch, hour: int = 10,
+                       edit: str | None = None) -> None:
+    """Grade a note on `grades` days (the first `again`), optionally edit its text, archive it, commit:
+    from 5 grades on, git no longer sees the move to archive/ as a rename."""
+    vault = Vault(root)
+    for day in range(first_day, first_day + grades):
+        at(monkeypatch, f"2026-01-{day:02d}T{hour:02d}:00:00")
+        vault.grade(note_id, "again" if day == first_day else "good")
+    if edit:
+        path = root / vault.get(note_id).path
+        path.write_text(path.read_text().replace("port 5433", edit))
+    vault.archive(note_id, reason="retired")
+    commit(root, root.name)
+
+
+@pytest.mark.slow
+def test_a_note_archived_on_one_side_and_graded_on_the_other_is_merged_into_the_archive(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    at(monkeypatch, "2026-01-07T09:00:00")
+    Vault(a).grade(ids["cache"], "hard")
+    commit(a, "a")
+    grade_then_archive(b, ids["cache"], 8, 5, monkeypatch)
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    merged = git(a, "merge", "--no-edit", "incoming", check=False)
+    assert merged.returncode != 0 and "deleted in incoming" in merged.stdout  # git saw no rename
+    assert "merged memories/work/the-cache" in vaultmem(a, "git", "resolve").output
+    git(a, "commit", "-q", "--no-edit")
+    assert git(a, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    note = Vault(a).get(ids["cache"])
+    assert note.path.startswith("archive/") and note.status == "archived" and note.reps == 7
+    assert not (a / note.path[len("archive/"):]).exists()
+    vaultmem(a, "verify", "--strict")
+    assert git(a, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.slow
+def test_a_note_graded_and_archived_on_both_sides_ends_archived_once(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    grade_then_archive(a, ids["cache"], 7, 1, monkeypatch, hour=9)
+    grade_then_archive(b, ids["cache"], 7, 5, monkeypatch)  # on B too changed for git to see the move
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    stopped = git(a, "merge", "--no-edit", "incoming", check=False)
+    assert stopped.returncode != 0 and "rename/delete" in stopped.stdout  # git saw A's move, not B's
+    if stopped.returncode != 0:
+        vaultmem(a, "git", "resolve")
+        git(a, "commit", "-q", "--no-edit")
+    assert git(a, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    matches = Vault(a).find(ids["cache"])
+    assert len(matches) == 1 and matches[0].path.startswith("archive/") and matches[0].reps == 7
+    vaultmem(a, "verify", "--strict")
+
+
+@pytest.mark.slow
+def test_a_body_conflict_on_a_note_archived_on_one_side_is_left_at_the_archived_path(origin, monkeypatch):
+    origin_root, ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    rel = Vault(origin_root).get(ids["db"]).path
+    (a / rel).write_text((a / rel).read_text().replace("port 5433", "port 5433 (said A)"))
+    commit(a, "a")
+    grade_then_archive(b, ids["db"], 7, 5, monkeypatch, edit="port 5433 (said B)")
+    git(a, "fetch", "-q", str(b), "main:incoming")
+    assert git(a, "merge", "--no-edit", "incoming", check=False).returncode != 0
+    vaultmem(a, "git", "resolve", expect=3)
+    left = git(a, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    assert left == [f"archive/{rel}"] and not (a / rel).exists()
+    text = (a / left[0]).read_text()
+    assert "said A" in text and "said B" in text and "<<<<<<<" in text.split("\n---\n", 1)[1]
+    assert f"unresolved merge conflict in archive/{rel}" in vaultmem(a, "grade", ids["db"], "good", expect=2).output

@@ -1,0 +1,396 @@
+"""A vault kept in git: the merge drivers, their set-up, and `sync`.
+
+`vaultmem git install` writes `.gitattributes` in the vault (which files take which
+driver: committed, so every clone agrees) and the drivers' commands in the
+repository's `.git/config` (local to each machine, as git requires). git then runs
+
+    python -m vaultmem.integrations.gitvault note|log|ledger %O %A %B %P
+
+for each file both sides changed: %O the ancestor, %A ours (the result goes there),
+%B theirs, %P its path. A driver reads three files and writes one: no catalog, no
+model, no watcher, no lock (git holds the repository). It exits 0 when it merged,
+1 when it left conflict markers (a true body conflict), so git reports the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from vaultmem.errors import BadInput, VaultmemError
+
+DRIVERS = {
+    "vaultmem-note": ("note", "vaultmem: notes, property by property"),
+    "vaultmem-log": ("log", "vaultmem: review and archive logs, union by time"),
+    "vaultmem-ledger": ("ledger", "vaultmem: the ledger, both branches then a merge record"),
+}
+ATTRIBUTES = (
+    ("memories/**/*.md", "vaultmem-note"),
+    ("skills/**/*.md", "vaultmem-note"),
+    ("archive/**/*.md", "vaultmem-note"),
+    (".vaultmem/reviews.jsonl", "vaultmem-log"),
+    (".vaultmem/archive.jsonl", "vaultmem-log"),
+    (".vaultmem/ledger.jsonl", "vaultmem-ledger"),
+)
+_BEGIN, _END = "# vaultmem merge drivers (vaultmem git install)", "# end vaultmem"
+LOG_TIME_KEYS = {"reviews.jsonl": "review_datetime", "archive.jsonl": "time"}
+
+
+class GitError(VaultmemError):
+    """git is missing, the vault is not in a repository, or a git command failed."""
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH); install it to keep the vault in git") from None
+    if check and done.returncode != 0:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise GitError(f"git {' '.join(args)} failed: {message[-1] if message else f'exit {done.returncode}'}")
+    return done
+
+
+def repository_of(root: Path) -> Path | None:
+    """The top of the git work tree holding `root`, or None."""
+    try:
+        done = git(root, "rev-parse", "--show-toplevel", check=False)
+    except GitError:
+        return None
+    return Path(done.stdout.strip()).resolve() if done.returncode == 0 else None
+
+
+def driver_command(kind: str) -> str:
+    """The command git runs for a driver: this Python, so it works without vaultmem on PATH."""
+    return f"'{sys.executable}' -m vaultmem.integrations.gitvault {kind} %O %A %B %P"
+
+
+# ---------------------------------------------------------------- set-up
+
+@dataclass(frozen=True)
+class Setup:
+    repository: str | None
+    attributes: bool  # .gitattributes in the vault names every driver
+    drivers: dict[str, bool]  # driver name -> configured with this vaultmem's command
+    effective: bool  # git reports the ledger's merge attribute as vaultmem's
+
+    @property
+    def installed(self) -> bool:
+        return bool(self.repository) and self.attributes and all(self.drivers.values()) and self.effective
+
+    def as_dict(self) -> dict:
+        return {"repository": self.repository, "attributes": self.attributes, "drivers": self.drivers,
+                "effective": self.effective, "installed": self.installed}
+
+
+def status(root: Path) -> Setup:
+    """What is set up for merging this vault in git."""
+    repo = repository_of(root)
+    if repo is None:
+        return Setup(None, False, {name: False for name in DRIVERS}, False)
+    attributes = _attribute_lines() in _read(root / ".gitattributes")
+    drivers = {}
+    for name, (kind, _label) in DRIVERS.items():
+        done = git(root, "config", "--get", f"merge.{name}.driver", check=False)
+        drivers[name] = done.returncode == 0 and done.stdout.strip() == driver_command(kind)
+    check = git(root, "check-attr", "merge", "--", ".vaultmem/ledger.jsonl", check=False)
+    return Setup(str(repo), attributes, drivers, check.stdout.strip().endswith(": vaultmem-ledger"))
+
+
+def install(root: Path) -> list[str]:
+    """Write the vault's `.gitattributes` block and the drivers' config; returns what changed
+    (nothing the second time)."""
+    if repository_of(root) is None:
+        raise GitError(f"{root} is not inside a git repository; run `git init` there first")
+    changed = []
+    path = root / ".gitattributes"
+    text = _read(path)
+    block = _attribute_lines()
+    if block not in text:
+        if _BEGIN in text and _END in text:  # an older block: replaced, the person's lines around it kept
+            start, end = text.index(_BEGIN), text.index(_END) + len(_END) + 1
+            text = text[:start] + text[end:]
+        sep = "" if not text or text.endswith("\n") else "\n"
+        from vaultmem.store.files import atomic_write
+
+        atomic_write(path, text + sep + block)
+        changed.append(".gitattributes")
+    for name, (kind, label) in DRIVERS.items():
+        for key, value in (("name", label), ("driver", driver_command(kind))):
+            current = git(root, "config", "--get", f"merge.{name}.{key}", check=False).stdout.strip()
+            if current != value:
+                git(root, "config", f"merge.{name}.{key}", value)
+                changed.append(f"merge.{name}.{key}")
+    return changed
+
+
+def _attribute_lines() -> str:
+    body = "".join(f"{pattern} merge={driver}\n" for pattern, driver in ATTRIBUTES)
+    return f"{_BEGIN}\n{body}{_END}\n"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+# ---------------------------------------------------------------- sync
+
+def unmerged_paths(root: Path) -> list[str]:
+    return [line for line in git(root, "diff", "--name-only", "--diff-filter=U").stdout.splitlines() if line]
+
+
+def sync(vault, message: str) -> dict:
+    """Record hand edits (`verify`), commit the vault's changes, pull (a merge, with the
+    drivers), push.
+
+    Refuses with unmerged paths (a merge a person has not finished). A pull that
+    stops on a true conflict leaves it for the person, named, and pushes nothing.
+    """
+    root = vault.root
+    setup = status(root)
+    if not setup.repository:
+        raise GitError(f"{root} is not inside a git repository; `git init` it and add a remote first")
+    unmerged = unmerged_paths(root)
+    if unmerged:
+        raise BadInput(f"unmerged paths: {', '.join(unmerged)}; resolve them (edit, then `git add`), "
+                       "`git commit`, then sync again")
+    if not setup.installed:
+        install(root)
+    vault.verify()  # hand edits go on the ledger before they are shared
+    git(root, "add", "-A", "--", ".")
+    committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
+    if committed:
+        git(root, "commit", "-q", "-m", message)
+    upstream = git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False)
+    if upstream.returncode != 0:
+        raise GitError("the current branch has no upstream; set one with "
+                       "`git push -u REMOTE BRANCH` once, then sync again")
+    pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", check=False)
+    resolved = resolve_moves(root)
+    conflicts = unmerged_paths(root)
+    if conflicts:
+        return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts}
+    if resolved:
+        git(root, "commit", "-q", "--no-edit")
+    elif pulled.returncode != 0:
+        raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip().splitlines()[-1:]}")
+    git(root, "push", "-q")
+    return {"committed": committed, "pulled": True, "pushed": True, "conflicts": []}
+
+
+# ---------------------------------------------------------------- moved on one side, changed on the other
+
+def resolve_moves(root: Path) -> list[str]:
+    """Finish what git's rename detection missed: a note archived (or restored) on one side
+    and changed, or archived too, on the other. A grade rewrites a third of a short note's
+    lines, so git may not see the move as a rename and stops on "modified here, deleted
+    there", or on two adds of the archived file (the driver merged their text, but git
+    stops on the names). The note moved to `archive/<same path>` (or back), so its other
+    half is known: merge both versions (the note driver) into the moved file and drop the
+    old path. Returns the paths resolved; other conflicts are left as they are."""
+    from vaultmem.core.note import has_conflict_markers
+
+    top = repository_of(root)
+    if top is None:
+        return []
+    entries = [(line[:2], line[3:]) for line in git(top, "status", "--porcelain", "-z").stdout.split("\0")
+               if len(line) > 3 and line[3:].endswith(".md")]
+    done = []
+    for code, rel in entries:  # first the names: both added (the text merged), both deleted
+        if code in ("AA", "AU", "UA") and (top / rel).is_file() and not has_conflict_markers(_read_text(top / rel)):
+            git(top, "add", "--", rel)
+            done.append(rel)
+        elif code == "DD":
+            git(top, "rm", "-q", "--cached", "--", rel)
+            done.append(rel)
+    merge_head = git(top, "rev-parse", "-q", "--verify", "MERGE_HEAD", check=False).stdout.strip() or None
+    for code, rel in entries:  # then the changes made where the other side moved the note away
+        if code not in ("UD", "DU"):
+            continue
+        vault_rel, note_rel = _split_vault_path(rel)
+        partner_rel = note_rel[len("archive/"):] if note_rel.startswith("archive/") else f"archive/{note_rel}"
+        partner = top / vault_rel / partner_rel if vault_rel else top / partner_rel
+        if not partner.is_file() or partner.relative_to(top).as_posix() in unmerged_paths(top):
+            continue
+        base = _stage(top, 1, rel)
+        changed = _stage(top, 2 if code == "UD" else 3, rel)
+        moved = _read_text(partner)
+        ours, theirs = (changed, moved) if code == "UD" else (moved, changed)
+        moved_rel = partner.relative_to(top).as_posix()
+        merged = _merge_note(base, ours, theirs, moved_rel, top, merge_head)
+        partner.write_bytes(merged.text.encode("utf-8"))
+        git(top, "rm", "-q", "--cached", "--ignore-unmatch", "--", rel)
+        (top / rel).unlink(missing_ok=True)
+        if merged.conflict:  # a true body conflict, now at the moved path: left for a person, as git would
+            _mark_unmerged(top, moved_rel, base, ours, theirs)
+        else:
+            git(top, "add", "--", moved_rel)
+            done.append(rel)
+    return done
+
+
+def _mark_unmerged(top: Path, rel: str, base: str, ours: str, theirs: str) -> None:
+    """Put `rel` in the index as git leaves a conflicted file (stages 1-3), so `git status`
+    names it and nothing commits it with its markers."""
+    blobs = [subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=top, input=text.encode("utf-8"),
+                            capture_output=True, check=True).stdout.decode().strip() for text in (base, ours, theirs)]
+    entries = [f"0 {'0' * len(blobs[0])}\t{rel}"]  # drop stage 0 (40 zeros, or 64 in a SHA-256 repository)
+    entries += [f"100644 {blob} {stage}\t{rel}" for stage, blob in enumerate(blobs, 1)]
+    subprocess.run(["git", "update-index", "--index-info"], cwd=top, input=("\n".join(entries) + "\n").encode(),
+                   capture_output=True, check=True)
+
+
+def _stage(top: Path, number: int, rel: str) -> str:
+    return _show(top, f":{number}:{rel}")
+
+
+# ---------------------------------------------------------------- the drivers
+
+def merge_text(base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """git's own three-way text merge (`git merge-file`): (text, True if it left markers)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vaultmem-merge-") as folder:
+        paths = []
+        for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+            path = Path(folder) / name
+            path.write_bytes(text.encode("utf-8"))
+            paths.append(str(path))
+        done = subprocess.run(["git", "merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs", *paths],
+                              capture_output=True)
+    if done.returncode < 0 or done.returncode > 127:
+        raise GitError(f"git merge-file failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+    return done.stdout.decode("utf-8"), done.returncode != 0
+
+
+def run_driver(kind: str, base_file: str, ours_file: str, theirs_file: str, path: str) -> int:
+    """Merge one file for git; the result replaces `ours_file`. 0 merged, 1 conflict."""
+    from vaultmem.core import merge
+
+    base, ours, theirs = (_read_text(Path(p)) for p in (base_file, ours_file, theirs_file))
+    name = Path(path).name
+    conflict = False
+    if kind == "log":
+        result = merge.merge_log(base, ours, theirs, LOG_TIME_KEYS.get(name, "time"))
+    elif kind == "ledger":
+        result = merge.merge_ledger(base, ours, theirs)
+    elif kind == "note":
+        merged = _merge_note(base, ours, theirs, path)
+        result, conflict = merged.text, merged.conflict
+    else:
+        raise BadInput(f"unknown merge driver {kind!r}; use note, log or ledger")
+    Path(ours_file).write_bytes(result.encode("utf-8"))
+    return 1 if conflict else 0
+
+
+def _merge_note(base: str, ours: str, theirs: str, path: str, top: Path | None = None,
+                their_commit: str | None = None):
+    from vaultmem.config import load_config
+    from vaultmem.core.merge import merge_note
+    from vaultmem.vault import Vault
+
+    top = top or Path.cwd()  # git runs drivers at the top of the work tree
+    vault_rel, rel = _split_vault_path(path)
+    root = top / vault_rel
+    vault = Vault(root, load_config(root / ".vaultmem" / "config.yaml"))
+    defaults = vault.defaults_for(rel, root / rel)
+    their_commit = their_commit or _their_commit()
+    if not base.strip() and their_commit:
+        base = _moved_from_base(top, vault_rel, rel, their_commit)
+    reviews = _reviews_of_both_sides(top, vault_rel, ours, theirs, rel, defaults, their_commit)
+    return merge_note(base, ours, theirs, rel, defaults, vault.config, merge_text, reviews)
+
+
+def _their_commit() -> str | None:
+    """The commit being merged: `git merge` names it in GITHEAD_<sha> while drivers run."""
+    heads = [key[len("GITHEAD_"):] for key in os.environ if key.startswith("GITHEAD_")]
+    return heads[0] if len(heads) == 1 else None
+
+
+def _moved_from_base(top: Path, vault_rel: str, rel: str, their_commit: str) -> str:
+    """For a note both sides archived (or restored) without git seeing a rename, git gives
+    no ancestor (an add/add): it is the note at its old path in the merge base."""
+    old = rel[len("archive/"):] if rel.startswith("archive/") else f"archive/{rel}"
+    base = git(top, "merge-base", "HEAD", their_commit, check=False).stdout.strip()
+    if not base:
+        return ""
+    return _show(top, f"{base}:{vault_rel}/{old}" if vault_rel else f"{base}:{old}")
+
+
+def _show(top: Path, spec: str) -> str:
+    shown = subprocess.run(["git", "show", spec], cwd=top, capture_output=True)
+    return shown.stdout.decode("utf-8", "replace") if shown.returncode == 0 else ""
+
+
+def _split_vault_path(path: str) -> tuple[str, str]:
+    """(the vault's folder in the repository, the note's path in the vault) of a repository path."""
+    parts = Path(path).as_posix().split("/")
+    for index in range(len(parts) - 1):
+        if parts[index] in ("memories", "skills", "archive"):
+            return "/".join(parts[:index]), "/".join(parts[index:])
+    return "", Path(path).as_posix()
+
+
+def _reviews_of_both_sides(top: Path, vault_rel: str, ours: str, theirs: str, rel: str, defaults: dict,
+                           their_commit: str | None = None):
+    """This note's review-log lines on our side (HEAD's log) and on theirs (the log of the
+    commit being merged, which `git merge` names in GITHEAD_<sha> while drivers run).
+    None when their commit is unknown (a rebase, a cherry-pick)."""
+    from vaultmem.core.note import parse
+    from vaultmem.errors import NoteError
+
+    if not their_commit:
+        return None
+    heads = [their_commit]
+    try:
+        note_id = parse(ours, rel, defaults).id
+        if parse(theirs, rel, defaults).id != note_id:
+            return None
+    except NoteError:
+        return None
+    log = f"{vault_rel}/.vaultmem/reviews.jsonl" if vault_rel else ".vaultmem/reviews.jsonl"
+    sides = [_lines_of(_show(top, f"{commit}:{log}"), note_id) for commit in ("HEAD", heads[0])]
+    return sides[0], sides[1]
+
+
+def _lines_of(text: str, note_id: str) -> list[dict]:
+    found = []
+    for raw in text.split("\n"):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("id") == note_id and record.get("rating"):
+            found.append(record)
+    return found
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 5:
+        print("usage: python -m vaultmem.integrations.gitvault note|log|ledger %O %A %B %P", file=sys.stderr)
+        return 2
+    try:
+        return run_driver(*args)
+    except Exception as exc:  # noqa: BLE001 - git must see a failure, never a traceback
+        print(f"vaultmem merge driver ({args[0]}) failed on {args[4]}: {exc}; the file is left for git "
+              "to report as a conflict", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
