@@ -118,7 +118,20 @@ def test_module_is_pure_stdlib() -> None:
     tree = ast.parse(Path(conflicts.__file__).read_text(encoding="utf-8"))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"__future__", "re", "unicodedata", "dataclasses"}, imported
+    assert imported <= {"__future__", "re", "unicodedata", "dataclasses", "functools"}, imported
+
+
+def test_a_text_parsed_once_gives_the_same_verdicts_in_any_order() -> None:
+    """Parses are cached per text, and classify re-reads some tokens in place ("Deploys" at
+    the start is the word deploy when the other text has it, else maybe a name): each call
+    gets its own copy, so one comparison never changes the next."""
+    new, other = "Deploys go out at noon", "Releases go out at noon"
+    alone = conflicts.classify(new, other, 0.8)
+    conflicts._parse_once.cache_clear()
+    conflicts.classify(new, "We deploy at noon", 0.8)  # reads "Deploys" as the word deploy
+    after = conflicts.classify(new, other, 0.8)
+    assert (after.relation, after.reason) == (alone.relation, alone.reason)
+    assert "may not be names" in alone.reason
 
 
 def test_test_pairs_are_not_bench_pairs() -> None:

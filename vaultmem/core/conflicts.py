@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,17 @@ def _content(t: _Tok) -> bool:
 
 
 def _parse(text: str) -> _Parsed:
+    """The text's tokens, parsed once per text (an add compares its text with up to 8
+    candidates, and a bulk add meets the same old texts again and again); a fresh copy
+    each time, because classify re-reads some tokens in place."""
+    cached = _parse_once(text)
+    copies = {id(t): replace(t) for t in cached.toks}
+    return _Parsed([copies[id(t)] for t in cached.toks], [copies[id(t)] for t in cached.content], cached.neg,
+                   cached.hedged)
+
+
+@lru_cache(maxsize=4096)
+def _parse_once(text: str) -> _Parsed:
     text = _FILLER.sub(" ", unicodedata.normalize("NFKC", text))
     toks: list[_Tok] = []
     start, prev_end = True, 0
