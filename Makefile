@@ -16,7 +16,10 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	PATH="$(abspath $(BIN)):$$PATH" bash scripts/demo.sh demo-vault
 
+# Bytecode first: with PYTHONDONTWRITEBYTECODE set (as on CI), every `vaultmem` process the
+# tests start would compile each module again (an editable install writes no .pyc).
 test: $(VENV)/.installed plugin
+	$(BIN)/python -m compileall -q vaultmem
 	$(BIN)/python -m pytest -q
 
 # The Obsidian plugin: install its pinned packages, build, test; fail when the shipped
