@@ -54,7 +54,7 @@ ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
 DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
-ADD_BATCH = 200  # adds per filesystem sync in add_many (and texts embedded ahead: the engine keeps 256)
+ADD_BATCH = 200  # adds per filesystem sync in add_many, and texts embedded ahead (the engine keeps 512)
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
 
