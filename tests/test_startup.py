@@ -22,6 +22,13 @@ def test_help_and_recall_client_import_nothing_heavy():
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
+def test_registering_the_commands_starts_no_process_machinery():
+    """Every CLI call imports the command tree; what a command needs to run a program
+    (subprocess, shutil: the scheduler, git) is imported when that command runs."""
+    loaded = imported_modules("import vaultmem.cli.main")
+    assert not loaded & {"subprocess", "shutil"}, sorted(loaded & {"subprocess", "shutil"})
+
+
 def test_package_import_is_lazy():
     loaded = imported_modules("import vaultmem")
     assert not loaded & set(HEAVY)

@@ -24,8 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,6 +38,8 @@ Runner = Callable[[list[str], str | None], tuple[int, str]]
 
 def run_command(argv: list[str], stdin: str | None = None) -> tuple[int, str]:
     """Run a scheduler's command; a missing program is exit 127, as a shell says."""
+    import subprocess  # here, not at the top: every CLI command imports this module to register `schedule`
+
     try:
         done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
     except FileNotFoundError:
@@ -88,6 +88,8 @@ def detect(run: Runner = run_command, platform: str = sys.platform) -> str:
         return "launchd"
     if platform.startswith("win"):
         return "schtasks"
+    import shutil
+
     if shutil.which("systemctl"):
         code, _out = run(["systemctl", "--user", "show-environment"], None)
         if code == 0:
@@ -157,7 +159,9 @@ def plan_install(vault_root: Path, backend: str, at: str = DEFAULT_AT, run: Runn
         plan.first = [["launchctl", "unload", str(path)]]
         plan.run = [["launchctl", "load", "-w", str(path)]]
     elif backend == "schtasks":
-        plan.run = [["schtasks", "/Create", "/TN", job, "/TR", subprocess.list2cmdline(argv), "/SC", "DAILY",
+        from subprocess import list2cmdline
+
+        plan.run = [["schtasks", "/Create", "/TN", job, "/TR", list2cmdline(argv), "/SC", "DAILY",
                      "/ST", f"{hour:02d}:{minute:02d}", "/F"]]
     else:
         raise _unknown(backend)
