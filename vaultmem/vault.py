@@ -356,7 +356,7 @@ class Vault:
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
         session, project = current_session(session), current_project(project)
-        clean_tags = tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
+        clean_tags = _clean_tags(tags)
         # Every field that lands in a file is screened before anything is written.
         self.screen_names(namespace=namespace, session=session, project=project)
         body_text, redacted = self.screen(body_text, redact)
@@ -446,11 +446,12 @@ class Vault:
     def _embed_ahead(self, items: list[dict]) -> None:
         """Embed the texts a batch's checks will search with, together (one model run per
         64 texts, not one per add); each add then finds its vector ready."""
-        from vaultmem.search.engine import engine_for, passage_text
+        from vaultmem.search.engine import engine_for, passage_for
 
-        texts = [passage_text((item.get("text") or "").strip(), tuple(
-            t.strip().lstrip("#") for t in item.get("tags", ()) if t and t.strip().lstrip("#")))
-            for item in items if item.get("merge", True) or item.get("supersede", True)]
+        # The text add's check searches with (corrections.related), so the vectors are the ones it asks for.
+        texts = [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
+                             _clean_tags(item.get("tags", ())))
+                 for item in items if item.get("merge", True) or item.get("supersede", True)]
         engine_for(self).embed_passages(texts)
 
     def _create(self, note: Note, folder: str, stem: str) -> tuple[Note, str]:
@@ -857,6 +858,11 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _clean_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Tags as stored: trimmed, without a leading '#', each once, in order."""
+    return tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
 
 
 def _check_gradable(note: Note) -> None:

@@ -85,11 +85,13 @@ class Note:
     @property
     def title(self) -> str:
         """A skill's `# heading`, else the first line of the text."""
+        if self.type == "skill":
+            return heading(self.body) or self.path.rsplit("/", 1)[-1].removesuffix(".md")
         for line in self.body.splitlines():
             stripped = line.strip()
             if stripped.startswith("# "):
                 return stripped[2:].strip()
-            if stripped and self.type != "skill":
+            if stripped:
                 return stripped[:80]
         return self.path.rsplit("/", 1)[-1].removesuffix(".md")
 
@@ -126,6 +128,11 @@ def in_namespace(note_namespace: str, wanted: str | None) -> bool:
     below it (`work` takes `work` and `work/infra`, not `workshop`). No filter (None, '') takes all."""
     ns = namespace_filter(wanted)
     return not ns or note_namespace == ns or note_namespace.startswith(ns + "/")
+
+
+def heading(body: str) -> str:
+    """The text of a body's first `# heading` ('' if it has none): a skill's title."""
+    return next((line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("# ")), "")
 
 
 def section(body: str, name: str) -> str:

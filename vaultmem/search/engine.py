@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace, section
+from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, heading, in_namespace, section
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
@@ -107,7 +107,7 @@ def passage_for(kind: str, body: str, tags=()) -> str:
     memories that answer (bench/recall_quality.py, "skill on top"); BM25 still indexes every
     section, so a word from the steps still finds it."""
     if kind == "skill":
-        title = next((line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("# ")), "")
+        title = heading(body)
         trigger = section(body, "Trigger")
         if title or trigger:
             body = f"{title}. {trigger}" if title and trigger else title or trigger
