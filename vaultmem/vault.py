@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
-from vaultmem.core.model import TIERS, Note
+from vaultmem.core.model import TIERS, Note, tidy_tags
 from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
@@ -356,7 +356,7 @@ class Vault:
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
         session, project = current_session(session), current_project(project)
-        clean_tags = _clean_tags(tags)
+        clean_tags = tidy_tags(tags)
         # Every field that lands in a file is screened before anything is written.
         self.screen_names(namespace=namespace, session=session, project=project)
         body_text, redacted = self.screen(body_text, redact)
@@ -450,7 +450,7 @@ class Vault:
 
         # The text add's check searches with (corrections.related), so the vectors are the ones it asks for.
         texts = [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
-                             _clean_tags(item.get("tags", ())))
+                             tidy_tags(item.get("tags", ())))
                  for item in items if item.get("merge", True) or item.get("supersede", True)]
         engine_for(self).embed_passages(texts)
 
@@ -858,11 +858,6 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
-
-
-def _clean_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    """Tags as stored: trimmed, without a leading '#', each once, in order."""
-    return tuple(dict.fromkeys(t.strip().lstrip("#") for t in tags if t and t.strip().lstrip("#")))
 
 
 def _check_gradable(note: Note) -> None:

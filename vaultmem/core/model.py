@@ -130,6 +130,11 @@ def in_namespace(note_namespace: str, wanted: str | None) -> bool:
     return not ns or note_namespace == ns or note_namespace.startswith(ns + "/")
 
 
+def tidy_tags(tags) -> tuple[str, ...]:
+    """Tags as stored: trimmed, without a leading '#', each once, in order; empty ones dropped."""
+    return tuple(dict.fromkeys(t for t in (str(t).strip().lstrip("#") for t in tags if t) if t))
+
+
 def heading(body: str) -> str:
     """The text of a body's first `# heading` ('' if it has none): a skill's title."""
     return next((line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("# ")), "")

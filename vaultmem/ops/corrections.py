@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from vaultmem import clock
-from vaultmem.core.model import Note
+from vaultmem.core.model import Note, tidy_tags
 from vaultmem.errors import BadInput
 
 if TYPE_CHECKING:
@@ -223,8 +223,7 @@ def edit(vault, note_id: str, text: str | None = None, tags=None, redact: bool =
     body, masked = vault.screen(text.strip(), redact) if text is not None else (None, [])
     clean = None
     if tags is not None:
-        clean, tag_kinds = vault.screen_tags(tuple(dict.fromkeys(str(t).strip().lstrip("#") for t in tags
-                                                                 if str(t).strip())), redact)
+        clean, tag_kinds = vault.screen_tags(tidy_tags(tags), redact)
         masked += tag_kinds
     now = clock.now()
 
