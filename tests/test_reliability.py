@@ -59,6 +59,91 @@ def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path,
     assert not list(tmp_path.glob(".*"))  # no temp file left
 
 
+ORIGINAL = "---\nreps: 0\n---\nbody\n"
+FIRST_SAVE = ORIGINAL + "first save\n"
+
+
+def _race_in_the_exchange(monkeypatch, second_save):
+    """The person saves between vaultmem's check and its exchange (so that save is swapped
+    out and our text is in place for an instant); `second_save(target, real_exchange)` runs
+    in place of the exchange that puts it back, as the person's next move in that instant."""
+    real_exchange = files.exchange
+    calls = []
+
+    def person(tmp, target):
+        calls.append(target)
+        if len(calls) == 1:
+            os.replace(_save(target, FIRST_SAVE), target)
+        elif len(calls) == 2:
+            return second_save(target, lambda: real_exchange(tmp, target))
+        return real_exchange(tmp, target)
+
+    monkeypatch.setattr(files, "exchange", person)
+
+
+def _grade(text: str) -> str:
+    return text.replace("reps: 0", "reps: 1")
+
+
+@pytest.mark.parametrize("when", ["before the swap back", "after the swap back"])
+def test_a_save_built_on_our_text_in_the_exchange_window_keeps_the_save_it_displaced(tmp_path, monkeypatch, when):
+    """The editor rereads the file while our text is in place and saves on top of it: that
+    save lacks the first one. Both saves end up in the note, with the change."""
+    path = tmp_path / "note.md"
+    path.write_text(ORIGINAL)
+
+    def reread_and_save(target, swap_back):
+        seen = target.read_text()  # vaultmem's text, in place for this instant
+        assert "reps: 1" in seen and "first save" not in seen
+        if when == "before the swap back":
+            os.replace(_save(target, seen + "second save\n"), target)
+            return swap_back()
+        done = swap_back()
+        os.replace(_save(target, seen + "second save\n"), target)
+        return done
+
+    _race_in_the_exchange(monkeypatch, reread_and_save)
+    files.rewrite(path, _grade, bytes.decode)
+    assert path.read_text() == "---\nreps: 1\n---\nbody\nfirst save\nsecond save\n"
+    assert not list(tmp_path.glob(".*"))
+
+
+def test_a_save_built_on_the_first_save_in_the_exchange_window_is_kept_as_typed(tmp_path, monkeypatch):
+    """An editor whose buffer holds the first save and who typed on: nothing doubled."""
+    path = tmp_path / "note.md"
+    path.write_text(ORIGINAL)
+
+    def typed_on(target, swap_back):
+        os.replace(_save(target, FIRST_SAVE + "typed on\n"), target)
+        return swap_back()
+
+    _race_in_the_exchange(monkeypatch, typed_on)
+    files.rewrite(path, _grade, bytes.decode)
+    assert path.read_text() == "---\nreps: 1\n---\nbody\nfirst save\ntyped on\n"
+
+
+def test_a_displaced_save_that_cannot_be_merged_is_kept_beside_the_note_and_named(tmp_path, monkeypatch):
+    path = tmp_path / "note.md"
+    path.write_text(ORIGINAL)
+
+    def refuse_the_merge(text):
+        if "first save" in text:
+            raise NoteError("note.md", "cannot take the change")
+        return _grade(text)
+
+    def reread_and_save(target, swap_back):
+        os.replace(_save(target, target.read_text() + "second save\n"), target)
+        return swap_back()
+
+    _race_in_the_exchange(monkeypatch, reread_and_save)
+    with pytest.raises(ConflictError) as raised:
+        files.rewrite(path, refuse_the_merge, bytes.decode)
+    kept = [p for p in tmp_path.glob(".note.md.saved-*")]
+    assert len(kept) == 1 and kept[0].name in str(raised.value)
+    assert kept[0].read_text() == FIRST_SAVE
+    assert "second save" in path.read_text()  # the newest save stays in place, untouched
+
+
 def test_a_save_that_cannot_take_the_change_stays_and_the_error_names_it(tmp_path, vault_dir):
     vault = Vault(vault_dir)
     note = vault.add("Original text", "x").note

@@ -9,10 +9,13 @@ import os
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
+from vaultmem.core.linemerge import merge_texts
 from vaultmem.errors import ConflictError, NoteError, VaultmemError
 from vaultmem.store.rename import exchange, move_no_replace
 
@@ -88,7 +91,8 @@ def move(source: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes], str]) -> tuple[str, str]:
+def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes], str],
+            displaced: Displaced | None = None) -> tuple[str, str]:
     """Replace the note at `path` by `compute(its text)`, never losing a save made meanwhile.
 
     A save made since we read the file (an editor's rename, or a write in
@@ -101,15 +105,26 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
     changing, the save stays and the error is raised. Without exchange (see
     rename.py) the check is followed by a plain replace.
 
+    Between the two exchanges our text is in place; a save built on it (an
+    editor that reread the file just then) lacks the save we swapped out. That
+    save is then merged back in (core/linemerge.py), or, if the merge cannot be
+    read as a note, kept beside the note as a hidden file the error names.
+    `displaced` carries such a save over from `rewrite_many`.
+
     Returns (the text the change was applied to, the text written).
     FileNotFoundError: the file was moved or deleted meanwhile (nothing written).
     """
-    expected, seen = _read_with_identity(path)
-    mode = stat.S_IMODE(seen.st_mode)
-    base = decode(expected)  # the text our change applies to
-    new = compute(base)
     failure: VaultmemError | None = None
     for attempt in range(REWRITE_ATTEMPTS + 1):
+        # After the first round: someone saved since our read and their save is in
+        # place. Apply the change to it, or leave it as it is if it cannot take it.
+        expected, seen = _read_with_identity(path)
+        try:
+            base = _with_displaced(decode(expected), displaced, decode)
+            new = compute(base)
+        except VaultmemError as exc:
+            failure = exc
+            break
         data = new.encode("utf-8")
         if data == expected:
             break
@@ -117,26 +132,50 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
             failure = ConflictError(f"{path.name} kept changing while vaultmem tried to write it; "
                                     "nothing was written, try again")
             break
-        tmp = _temp_copy(path, data, mode)
+        tmp = _temp_copy(path, data, stat.S_IMODE(seen.st_mode))
         try:
-            if _same_file(os.stat(path), seen) and _swap_in(tmp, path, seen):
-                break
+            if _same_file(os.stat(path), seen):
+                placed, save = _swap_in(tmp, path, seen)
+                if placed:
+                    break
+                if save is not None:
+                    displaced = Displaced(exposed=new, save=save)
         finally:
             _unlink(tmp)
-        # Someone saved since our read; their save is in place. Apply the change to
-        # it, or leave it as it is if it cannot take the change.
-        expected, seen = _read_with_identity(path)
-        try:
-            base = decode(expected)
-            new = compute(base)
-        except VaultmemError as exc:
-            failure = exc
-            break
     if not in_batch():  # in a batch, the rename is made durable by the batch's one sync
         fsync_dir(path.parent)
     if failure is not None:
+        kept = _keep_displaced(path, displaced)
+        if kept is not None:
+            failure = ConflictError(f"{failure}; a save made while vaultmem wrote {path.name} is kept in "
+                                    f"{kept.name} beside it: copy what you need from it into the note")
         raise failure
     return base, new
+
+
+@dataclass(frozen=True)
+class Displaced:
+    """A person's save that our exchange swapped out while `exposed` (our text) was in
+    place: the file there now may be built on `exposed` and lack `save`."""
+    exposed: str
+    save: bytes
+
+
+def _with_displaced(current: str, displaced: Displaced | None, decode: Callable[[bytes], str]) -> str:
+    """`current`, with the changes of a displaced save merged in (see `rewrite`)."""
+    if displaced is None:
+        return current
+    return merge_texts(displaced.exposed, decode(displaced.save), current)
+
+
+def _keep_displaced(path: Path, displaced: Displaced | None) -> Path | None:
+    """Write a displaced save that could not be merged beside the note (hidden, so it is
+    no second copy of the note for the catalog), durably; returns where."""
+    if displaced is None:
+        return None
+    kept = path.with_name(f".{path.name}.saved-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    atomic_write(kept, displaced.save.decode("utf-8", errors="replace"))
+    return kept
 
 
 Job = tuple[Path, Callable[[str], str], Callable[[bytes], str]]  # (path, compute, decode) as for `rewrite`
@@ -162,16 +201,21 @@ def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
         return results
     sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
     for number, path, tmp, seen in staged:
+        displaced = None
         try:
-            if _same_file(os.stat(path), seen) and _swap_in(tmp, path, seen):
-                continue
+            if _same_file(os.stat(path), seen):
+                placed, save = _swap_in(tmp, path, seen)
+                if placed:
+                    continue
+                if save is not None:
+                    displaced = Displaced(exposed=results[number][1], save=save)
         except OSError as exc:
             results[number] = exc
             continue
         finally:
             _unlink(tmp)
         try:  # changed since we read it: the careful way, one note at a time
-            results[number] = rewrite(path, jobs[number][1], jobs[number][2])
+            results[number] = rewrite(path, jobs[number][1], jobs[number][2], displaced)
         except (VaultmemError, OSError) as exc:
             results[number] = exc
     sync_filesystem(staged[0][1].parent)  # and the renames
@@ -206,29 +250,39 @@ def _libc_syncfs():
 _SYNCFS = None
 
 
-def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> bool:
-    """Put `tmp` at `path` if what is there is still the file `seen`; True if it went in.
+def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> tuple[bool, bytes | None]:
+    """Put `tmp` at `path` if what is there is still the file `seen`.
 
+    Returns (whether it went in, the bytes of the save it swapped out if not).
     With exchange: swap, check what came out, and swap a save that came out
     straight back (the same file, no copy). If yet another save replaced ours
-    in that instant, the newer one goes back instead. Until then the save is
-    on disk in `tmp`: a crash leaves it there as a hidden file, never lost.
+    in that instant, the newer one goes back instead. Either way our text was in
+    place for an instant, so the file there now may be built on it and lack the
+    save we swapped out: `rewrite` merges that save back in. Until then every
+    save is on disk: a crash leaves it in `tmp` as a hidden file, never lost.
     Without exchange: a plain replace (the check just before is all there is)."""
     ours = os.stat(tmp)
     if not exchange(tmp, path):
         os.replace(tmp, path)
-        return True
-    out = os.stat(tmp)
-    if _same_file(out, seen):
-        return True
-    placed = ours
-    while True:
-        exchange(tmp, path)
-        came_out = os.stat(tmp)
-        if _same_file(came_out, placed):
-            return False
-        placed = out
-        out = came_out
+        return True, None
+    first_out = os.open(tmp, os.O_RDONLY)  # the save itself, wherever the renames take it
+    try:
+        out = os.fstat(first_out)
+        if _same_file(out, seen):
+            return True, None
+        placed = ours
+        while True:
+            exchange(tmp, path)
+            came_out = os.stat(tmp)
+            if _same_file(came_out, placed):
+                break
+            placed = out
+            out = came_out
+        with os.fdopen(os.dup(first_out), "rb") as handle:
+            handle.seek(0)
+            return False, handle.read()
+    finally:
+        os.close(first_out)
 
 
 def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
