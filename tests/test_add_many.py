@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vaultmem.errors import BadInput, SecretFound
@@ -47,6 +49,35 @@ def test_add_many_ends_like_the_same_adds_one_by_one(tmp_path):
     assert outcomes[2][0] == "recurrence" and outcomes[4][1] == 1  # the checks really ran
     assert outcomes[3] == "BadInput" and outcomes[5] == "SecretFound"
     assert _state(batched) == _state(one_by_one)
+
+
+RELEASE_TRAIN = [{"text": f"Our release train ships every {day}", "namespace": "work"}
+                 for day in ("second Tuesday", "Thursday", "first Monday", "third Friday at noon")]
+
+
+def _contests(vault: Vault):
+    links = {n.link: n.body for n in vault.notes(include_hidden=True)}
+    return sorted((n.body, n.contested, [links[link] for link in n.contested_with])
+                  for n in vault.notes(include_hidden=True))
+
+
+@pytest.mark.real_model
+def test_a_note_contested_by_several_adds_of_one_batch_ends_as_one_by_one(tmp_path, vault_dir, run):
+    """The batch rewrites an older note once with every new link; the ledger still has one
+    contest record per pair, and `verify` finds the files as recorded."""
+    init_vault(tmp_path / "a")
+    one_by_one, batched = Vault(tmp_path / "a"), Vault(vault_dir)
+    for item in RELEASE_TRAIN:
+        one_by_one.add(**item)
+    results = batched.add_many(RELEASE_TRAIN)
+    assert [len(r.contested) for r in results] == [0, 1, 2, 3]  # the checks really ran
+    assert _contests(batched) == _contests(one_by_one)
+    first = next(n for n in batched.notes() if "second Tuesday" in n.body)
+    assert len(first.contested_with) == 3
+    for vault in (one_by_one, batched):
+        records = [json.loads(line) for line in (vault.state_dir / "ledger.jsonl").read_text().splitlines()]
+        assert sum(r["op"] == "contest" for r in records) == 6
+    run("verify", "--strict")  # every file as its last record says
 
 
 def test_a_bulk_add_is_on_the_ledger_and_in_both_indexes(run, vault_dir):

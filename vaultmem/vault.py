@@ -54,6 +54,8 @@ ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
 DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
+# One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
+BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 200  # adds per filesystem sync in add_many, and texts embedded ahead (the engine keeps 512)
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
@@ -89,6 +91,7 @@ class Vault:
         self._write_lock = None
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
+        self._contests: dict[str, list[tuple[Note, str]]] = {}  # add_many: note id -> (newer note, reason)
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, create: bool = False) -> "Vault":
@@ -406,7 +409,10 @@ class Vault:
                 corrections.supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
             for item in contested:
-                corrections.contest(self, item.note.id, note, item.reason)
+                if self._in_batch:  # written once per note at the end of the batch (_write_contests)
+                    self._contests.setdefault(item.note.id, []).append((note, item.reason))
+                else:
+                    corrections.contest(self, item.note.id, note, item.reason)
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
@@ -424,7 +430,7 @@ class Vault:
         results: list[Added | VaultmemError] = []
         for start in range(0, len(items), batch):
             chunk = items[start:start + batch]
-            self._in_batch = True
+            self._in_batch, self._contests = True, {}
             try:
                 with self.write_lock(), batched_durability(self.root):
                     if self.config.check_conflicts:
@@ -434,9 +440,27 @@ class Vault:
                             results.append(self.add(**item))
                         except VaultmemError as exc:
                             results.append(exc)
+                    self._write_contests()
             finally:
-                self._in_batch = False
+                self._in_batch, self._contests = False, {}
         return results
+
+    def _write_contests(self) -> None:
+        """The older notes a batch's adds contested, each rewritten once with all its new
+        links (one add after another would rewrite a note once per contest); the ledger
+        still gets one `contest` record per pair, as `add` writes them."""
+        from vaultmem.ops.corrections import contest_change
+
+        jobs = []
+        for other_id, by in self._contests.items():
+            try:
+                found = self.get(other_id)
+            except NotFound:
+                continue  # gone since (moved out, deleted): nothing to mark
+            jobs.append((found, contest_change([newer for newer, _reason in by], clock.now()), "contest",
+                         [{"with": newer.id, "reason": reason} for newer, reason in by]))
+        for start in range(0, len(jobs), DECAY_BATCH):
+            self._rewrite_batch(jobs[start:start + DECAY_BATCH])
 
     @property
     def in_batch(self) -> bool:
@@ -692,35 +716,43 @@ class Vault:
                     continue  # moved, unreadable or contested meanwhile: the rest of the vault still decays
             rewrites = [s for s in steps if not s.archive]
             for start in range(0, len(rewrites), DECAY_BATCH):
-                done += self._decay_batch(rewrites[start:start + DECAY_BATCH], now, stale_after_days)
+                batch = rewrites[start:start + DECAY_BATCH]
+                written = self._rewrite_batch(
+                    [(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days), "decay",
+                      [None]) for step in batch])
+                # Moved, unreadable or changed meanwhile: reported by health, retried next time.
+                done += [step for step, after in zip(batch, written) if after is not None]
             return done
 
-    def _decay_batch(self, steps: list[DecayStep], now: datetime, stale_after_days) -> list[DecayStep]:
-        """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note),
-        by file, not by id: a note copied by hand (two files, one id) decays file by file
-        and is reported by health, never stopping the rest."""
-        digests = self.catalog(refresh=False).hashes_of(step.note.path for step in steps)
-        jobs = [self._job(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days),
-                          digests.get(step.note.path))
-                for step in steps]
-        results = rewrite_many([job[:3] for job in jobs])
-        done, entries = [], []
+    def _rewrite_batch(self, jobs: list[BatchJob]) -> list[Note | None]:
+        """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note).
+        Each job is (note as found, change, ledger op, the details of one record each).
+        By file, not by id: a note copied by hand (two files, one id) is rewritten file by
+        file and reported by health, never stopping the rest. Returns each note after, or
+        None where its file could not be rewritten."""
+        digests = self.catalog(refresh=False).hashes_of(note.path for note, *_rest in jobs)
+        prepared = [self._job(note, change, digests.get(note.path)) for note, change, *_rest in jobs]
+        results = rewrite_many([job[:3] for job in prepared])
+        written: list[Note | None] = []
+        entries = []
         catalog = self.catalog(refresh=False)
         with catalog.transaction():
-            for step, job, result in zip(steps, jobs, results):
+            for (_note, _change, op, details), job, result in zip(jobs, prepared, results):
                 if isinstance(result, Exception):
-                    continue  # moved, unreadable or changed meanwhile: reported by health, retried next time
+                    written.append(None)
+                    continue
                 base, new_text = result
                 before, after = job[3][base]
                 if new_text != base:
-                    unseen = self._unseen_edit(before, base, "decay")
+                    unseen = self._unseen_edit(before, base, op)
                     entries += [unseen] if unseen else []
                     catalog.wrote(after.path, new_text)
-                    entries.append(("decay", after.id, after.path, new_text, clock.format_datetime(clock.now()), None))
-                done.append(step)
+                    when = clock.format_datetime(clock.now())
+                    entries += [(op, after.id, after.path, new_text, when, detail) for detail in details]
+                written.append(after)
         if entries:
             self.ledger.append_many(entries)
-        return done
+        return written
 
     # ------------------------------------------------------------ reading for agents
 

@@ -11,6 +11,7 @@ person or agent knows is wrong. Writes go through the vault's primitives
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -97,14 +98,19 @@ def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:
 
 
 def contest(vault, other_id: str, newer: Note, reason: str) -> Note:
-    now = clock.now()
+    """Mark `other_id` contested with `newer` (`newer` already names it)."""
+    _before, after = vault.update_note(other_id, contest_change([newer], clock.now()), op="contest",
+                                       detail={"with": newer.id, "reason": reason})
+    return after
 
+
+def contest_change(newer: list[Note], now: datetime) -> Callable[[Note], dict]:
+    """The change that marks a note contested with each of `newer` (links kept once, in order)."""
     def change(n: Note) -> dict:
-        links = n.contested_with if newer.link in n.contested_with else (*n.contested_with, newer.link)
+        links = tuple(dict.fromkeys([*n.contested_with, *(note.link for note in newer)]))
         return {"contested": True, "contested_with": links, "updated": now}
 
-    _before, after = vault.update_note(other_id, change, op="contest", detail={"with": newer.id, "reason": reason})
-    return after
+    return change
 
 
 def correct(
