@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 
 
@@ -165,6 +165,12 @@ class _Tok:
     flip: bool = False
     out: bool = False  # retracted: "instead of X"
 
+    def copy(self) -> _Tok:
+        """A shallow copy, without dataclasses.replace's re-validation (classify copies thousands)."""
+        twin = object.__new__(_Tok)
+        twin.__dict__.update(self.__dict__)
+        return twin
+
 
 @dataclass
 class _Parsed:
@@ -234,7 +240,7 @@ def _parse(text: str) -> _Parsed:
     candidates, and a bulk add meets the same old texts again and again); a fresh copy
     each time, because classify re-reads some tokens in place."""
     cached = _parse_once(text)
-    copies = {id(t): replace(t) for t in cached.toks}
+    copies = {id(t): t.copy() for t in cached.toks}
     return _Parsed([copies[id(t)] for t in cached.toks], [copies[id(t)] for t in cached.content], cached.neg,
                    cached.hedged)
 
