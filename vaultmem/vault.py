@@ -92,6 +92,7 @@ class Vault:
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
         self._contests: dict[str, list[tuple[Note, str]]] = {}  # add_many: note id -> (newer note, reason)
+        self._folders_inside: set[str] = set()  # add_many: note folders found inside the vault this batch
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, create: bool = False) -> "Vault":
@@ -426,11 +427,14 @@ class Vault:
         What it saves is the per-add overhead: texts are embedded in batches for the
         checks, the write lock is taken once per batch, and new notes and their ledger
         lines are made durable by one filesystem sync per batch (files.batched_durability)."""
-        items = list(items)
+        from vaultmem.ops.provenance import current_project
+
+        here = current_project()  # the same for every item (the working folder's repository): found once
+        items = [item if item.get("project") else {**item, "project": here} for item in items]
         results: list[Added | VaultmemError] = []
         for start in range(0, len(items), batch):
             chunk = items[start:start + batch]
-            self._in_batch, self._contests = True, {}
+            self._in_batch, self._contests, self._folders_inside = True, {}, set()
             try:
                 with self.write_lock(), batched_durability(self.root):
                     if self.config.check_conflicts:
@@ -442,7 +446,7 @@ class Vault:
                             results.append(exc)
                     self._write_contests()
             finally:
-                self._in_batch, self._contests = False, {}
+                self._in_batch, self._contests, self._folders_inside = False, {}, set()
         return results
 
     def _write_contests(self) -> None:
@@ -476,7 +480,8 @@ class Vault:
         texts = [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
                              tidy_tags(item.get("tags", ())))
                  for item in items if item.get("merge", True) or item.get("supersede", True)]
-        engine_for(self).embed_passages(texts)
+        if texts:  # adds without checks need no model (loading it takes a second)
+            engine_for(self).embed_passages(texts)
 
     def _create(self, note: Note, folder: str, stem: str) -> tuple[Note, str]:
         """Write a new note file under `folder` with a free name from `stem`; a file
@@ -508,11 +513,16 @@ class Vault:
 
     def _check_inside(self, folder: str) -> None:
         """Refuse a note folder that leads out of the vault (a symlink): notes written
-        there would be invisible to vaultmem and land somewhere nobody chose."""
+        there would be invisible to vaultmem and land somewhere nobody chose. Inside
+        add_many, a folder is checked once per batch (a batch takes milliseconds)."""
+        if folder in self._folders_inside:
+            return
         resolved = (self.root / folder).resolve()
         if resolved != self.root and self.root not in resolved.parents:
             raise BadInput(f"{folder}/ leads outside the vault (to {resolved}); vaultmem writes notes only inside "
                            "the vault: replace the link with a real folder or use another namespace")
+        if self._in_batch:
+            self._folders_inside.add(folder)
 
     def screen(self, text: str | None, redact: bool, field: str = "text") -> tuple[str, list[str]]:
         """Pass one field through the redaction filter with this vault's policy: raise
