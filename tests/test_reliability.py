@@ -108,6 +108,30 @@ def test_a_save_built_on_our_text_in_the_exchange_window_keeps_the_save_it_displ
     assert not list(tmp_path.glob(".*"))
 
 
+def test_a_save_built_on_our_first_text_displaced_in_a_later_round_keeps_both_saves(tmp_path, monkeypatch):
+    """The editor reads our text in the first window and saves only in the next round's
+    window: that save lacks the first one, and comes out in turn. Both end up in the note."""
+    path = tmp_path / "note.md"
+    path.write_text(ORIGINAL)
+    real_exchange = files.exchange
+    calls, read = [], []
+
+    def person(tmp, target):
+        calls.append(target)
+        if len(calls) == 1:
+            os.replace(_save(target, FIRST_SAVE), target)
+        elif len(calls) == 2:
+            read.append(target.read_text())  # our first text, in place for this instant
+        elif len(calls) == 3:
+            os.replace(_save(target, read[0] + "second save\n"), target)
+        return real_exchange(tmp, target)
+
+    monkeypatch.setattr(files, "exchange", person)
+    files.rewrite(path, _grade, bytes.decode)
+    assert len(calls) >= 5  # two rounds displaced a save, the third went in
+    assert path.read_text() == "---\nreps: 1\n---\nbody\nfirst save\nsecond save\n"
+
+
 def test_a_save_built_on_the_first_save_in_the_exchange_window_is_kept_as_typed(tmp_path, monkeypatch):
     """An editor whose buffer holds the first save and who typed on: nothing doubled."""
     path = tmp_path / "note.md"

@@ -21,6 +21,8 @@ from vaultmem.store.rename import exchange, move_no_replace
 
 # How often a rewrite re-applies its change on a save that landed meanwhile before giving up.
 REWRITE_ATTEMPTS = 8
+# ... and how many more once it has swapped a save out: that save must get back into the note.
+DISPLACED_ATTEMPTS = 64
 _batch = threading.local()  # .folder: the batch's filesystem, while new files wait for one sync
 
 
@@ -92,7 +94,7 @@ def move(source: Path, target: Path) -> None:
 
 
 def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes], str],
-            displaced: Displaced | None = None) -> tuple[str, str]:
+            displaced: list[Displaced] | None = None) -> tuple[str, str]:
     """Replace the note at `path` by `compute(its text)`, never losing a save made meanwhile.
 
     A save made since we read the file (an editor's rename, or a write in
@@ -107,15 +109,19 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
 
     Between the two exchanges our text is in place; a save built on it (an
     editor that reread the file just then) lacks the save we swapped out. That
-    save is then merged back in (core/linemerge.py), or, if the merge cannot be
-    read as a note, kept beside the note as a hidden file the error names.
-    `displaced` carries such a save over from `rewrite_many`.
+    save is then merged back in (core/linemerge.py), trying longer than usual to
+    write it, or, if the merge cannot be read as a note or the file still keeps
+    changing, kept beside the note as a hidden file the error names.
+    `displaced` carries such saves over from `rewrite_many`.
 
     Returns (the text the change was applied to, the text written).
     FileNotFoundError: the file was moved or deleted meanwhile (nothing written).
     """
     failure: VaultmemError | None = None
-    for attempt in range(REWRITE_ATTEMPTS + 1):
+    displaced = list(displaced or ())
+    attempt = 0
+    while True:
+        attempt += 1
         # After the first round: someone saved since our read and their save is in
         # place. Apply the change to it, or leave it as it is if it cannot take it.
         expected, seen = _read_with_identity(path)
@@ -128,7 +134,7 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
         data = new.encode("utf-8")
         if data == expected:
             break
-        if attempt == REWRITE_ATTEMPTS:
+        if attempt > REWRITE_ATTEMPTS + (DISPLACED_ATTEMPTS if displaced else 0):
             failure = ConflictError(f"{path.name} kept changing while vaultmem tried to write it; "
                                     "nothing was written, try again")
             break
@@ -139,7 +145,7 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
                 if placed:
                     break
                 if save is not None:
-                    displaced = Displaced(exposed=new, save=save)
+                    displaced.append(Displaced(exposed=new, save=save))
         finally:
             _unlink(tmp)
     if not in_batch():  # in a batch, the rename is made durable by the batch's one sync
@@ -161,20 +167,32 @@ class Displaced:
     save: bytes
 
 
-def _with_displaced(current: str, displaced: Displaced | None, decode: Callable[[bytes], str]) -> str:
-    """`current`, with the changes of a displaced save merged in (see `rewrite`)."""
-    if displaced is None:
-        return current
-    return merge_texts(displaced.exposed, decode(displaced.save), current)
+def _with_displaced(current: str, displaced: list[Displaced], decode: Callable[[bytes], str]) -> str:
+    """`current`, with the changes of every displaced save merged in (see `rewrite`). Each
+    save is merged from the text of ours that was in place when it came out, or from an
+    earlier one it differs from less: a save displaced in a later round may have been
+    built on our text of an earlier one, and lacks what came in since."""
+    for number, d in enumerate(displaced):
+        save = decode(d.save)
+        candidates = [earlier.exposed for earlier in reversed(displaced[:number + 1])]  # its own first: wins ties
+        current = merge_texts(min(candidates, key=lambda text: _lines_apart(text, save)), save, current)
+    return current
 
 
-def _keep_displaced(path: Path, displaced: Displaced | None) -> Path | None:
-    """Write a displaced save that could not be merged beside the note (hidden, so it is
-    no second copy of the note for the catalog), durably; returns where."""
-    if displaced is None:
+def _lines_apart(a: str, b: str) -> int:
+    """How many lines one text has that the other lacks."""
+    left, right = set(a.splitlines()), set(b.splitlines())
+    return len(left ^ right)
+
+
+def _keep_displaced(path: Path, displaced: list[Displaced]) -> Path | None:
+    """Write the last displaced save (the others are in it or in the note) beside the
+    note, hidden, so it is no second copy of the note for the catalog; returns where."""
+    if not displaced:
         return None
     kept = path.with_name(f".{path.name}.saved-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
-    atomic_write(kept, displaced.save.decode("utf-8", errors="replace"))
+    atomic_write(kept, _with_displaced(displaced[-1].save.decode("utf-8", errors="replace"), displaced,
+                                       lambda data: data.decode("utf-8", errors="replace")))
     return kept
 
 
@@ -201,14 +219,14 @@ def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
         return results
     sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
     for number, path, tmp, seen in staged:
-        displaced = None
+        displaced = []
         try:
             if _same_file(os.stat(path), seen):
                 placed, save = _swap_in(tmp, path, seen)
                 if placed:
                     continue
                 if save is not None:
-                    displaced = Displaced(exposed=results[number][1], save=save)
+                    displaced.append(Displaced(exposed=results[number][1], save=save))
         except OSError as exc:
             results[number] = exc
             continue
