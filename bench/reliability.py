@@ -7,7 +7,10 @@ pauses on both sides. Afterwards it counts what a user would notice:
 
 - saves: the editor's saves made while grades ran; each appends a marker line
   to the body, on top of the file as it found it;
-- lost: markers missing from the final file (a save vaultmem overwrote);
+- lost: markers in neither the final file nor a save kept aside (a save vaultmem overwrote);
+- aside: markers only in a save vaultmem kept beside the note (`.NAME.saved-…`) when it
+  swapped a save out and the editor kept saving too fast for it to merge it back in
+  (the grade then fails with an error naming that file);
 - dupes: extra files holding the note's id (a move turned into a copy);
 - failed: grades that failed for any reason but ConflictError (exit 3, "try again").
 
@@ -120,10 +123,13 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     holders = [p for p in root.rglob("*.md") if f"id: {note.id}" in p.read_text(encoding="utf-8")]
     text = holders[0].read_text(encoding="utf-8") if holders else ""
     kept = set(re.findall(rf"{MARKER}(\d+)", text))
-    lost = saves - len(kept) if mode == "save" else 0
+    aside = {m for kept_file in root.rglob(".*.saved-*")
+             for m in re.findall(rf"{MARKER}(\d+)", kept_file.read_text(encoding="utf-8"))} - kept
+    lost = saves - len(kept | aside) if mode == "save" else 0
     reps = _reps(text)
     return {"race": f"{'saves' if mode == 'save' else 'moves'} during grades ({via})", "events": saves,
             "grades ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
+            "aside": len(aside) if mode == "save" else 0,
             "dupes": max(0, len(holders) - 1), "reps": reps, "first failure": failures[0] if failures else ""}
 
 
@@ -187,7 +193,8 @@ def main() -> None:
         processes, per = (int(x) for x in args.adds.split("x"))
         rows.append(contradicting_adds(work / "adds-parallel", processes, per))
         rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
-    columns = ["race", "events", "grades ok", "reps", "conflicts", "failed", "lost", "dupes", "active", "unlinked"]
+    columns = ["race", "events", "grades ok", "reps", "conflicts", "failed", "lost", "aside", "dupes", "active",
+               "unlinked"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:

@@ -168,6 +168,17 @@ def test_a_displaced_save_that_cannot_be_merged_is_kept_beside_the_note_and_name
     assert "second save" in path.read_text()  # the newest save stays in place, untouched
 
 
+def test_health_names_a_save_kept_aside_until_it_is_deleted(vault, run):
+    note = vault.add("Original text", "x").note
+    path = vault.root / note.path
+    aside = path.with_name(f".{path.name}{files.KEPT_ASIDE}20261201T120000-42")
+    aside.write_text(path.read_text() + "the person's line\n")
+    problems = run.json("health")["problems"]
+    assert [p["path"] for p in problems] == [note.path] and aside.name in problems[0]["problem"]
+    aside.unlink()
+    assert run.json("health")["problems"] == []
+
+
 def test_a_save_that_cannot_take_the_change_stays_and_the_error_names_it(tmp_path, vault_dir):
     vault = Vault(vault_dir)
     note = vault.add("Original text", "x").note

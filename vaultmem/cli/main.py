@@ -525,12 +525,16 @@ def health(out, vault_path):
     from vaultmem.core.health import health_report
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.client import watcher_status
+    from vaultmem.store.files import kept_aside
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
     catalog = vault.catalog()
     ledger_check = vault.verify(record=False)  # reads without the write lock if a stuck process holds it
-    report = health_report(catalog.notes, catalog.problems, clock_now(), vault.config, ledger_check, status)
+    aside = [(note, f"a save made while vaultmem wrote it is kept beside it in {name}: copy what you need "
+                    "from it into the note, then delete that file") for note, name in kept_aside(vault.root)]
+    report = health_report(catalog.notes, [*catalog.problems, *aside], clock_now(), vault.config, ledger_check,
+                           status)
     report["recall"] = status
     report["write_lock"] = ledger_check.get("write_lock")
     report["watcher"] = watcher = watcher_status(str(vault.root))

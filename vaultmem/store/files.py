@@ -185,12 +185,28 @@ def _lines_apart(a: str, b: str) -> int:
     return len(left ^ right)
 
 
+KEPT_ASIDE = ".saved-"  # in the name of a save kept beside its note: .NAME.md.saved-TIME-PID
+
+
+def kept_aside(root: Path) -> list[tuple[str, str]]:
+    """(note path, file name) of every save kept beside its note (see `rewrite`), for
+    `health`: a person should merge each into its note by hand, then delete it."""
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in names:
+            if name.startswith(".") and KEPT_ASIDE in name:
+                note = Path(folder, name[1:name.index(KEPT_ASIDE)]).relative_to(root).as_posix()
+                found.append((note, name))
+    return sorted(found)
+
+
 def _keep_displaced(path: Path, displaced: list[Displaced]) -> Path | None:
     """Write the last displaced save (the others are in it or in the note) beside the
     note, hidden, so it is no second copy of the note for the catalog; returns where."""
     if not displaced:
         return None
-    kept = path.with_name(f".{path.name}.saved-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
+    kept = path.with_name(f".{path.name}{KEPT_ASIDE}{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}")
     atomic_write(kept, _with_displaced(displaced[-1].save.decode("utf-8", errors="replace"), displaced,
                                        lambda data: data.decode("utf-8", errors="replace")))
     return kept
