@@ -409,12 +409,11 @@ class Vault:
             for item in superseded:
                 corrections.supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
-            for item in contested:
-                if self._in_batch:  # written once per note at the end of the batch (_write_contests)
-                    self._contests.setdefault(item.note.id, []).append((note, item.reason))
-                else:
-                    corrections.contest(self, item.note.id, note, item.reason)
+            for item in contested:  # written together, after the new note (_write_contests)
+                self._contests.setdefault(item.note.id, []).append((note, item.reason))
                 reasons.append(f"contested with {item.note.id}: {item.reason}")
+            if not self._in_batch:  # add_many writes them once per note, at the end of each batch
+                self._write_contests()
         return Added(note, "added", tuple(i.note.id for i in superseded), tuple(i.note.id for i in contested),
                      "; ".join(reasons), tuple(redacted))
 
@@ -450,13 +449,14 @@ class Vault:
         return results
 
     def _write_contests(self) -> None:
-        """The older notes a batch's adds contested, each rewritten once with all its new
-        links (one add after another would rewrite a note once per contest); the ledger
-        still gets one `contest` record per pair, as `add` writes them."""
+        """The older notes an add (or a batch of adds) contested, as one batch rewrite: one
+        sync for all of them instead of three per note, and each note rewritten once with
+        all its new links. The ledger gets one `contest` record per pair."""
         from vaultmem.ops.corrections import contest_change
 
         jobs = []
-        for other_id, by in self._contests.items():
+        pending, self._contests = self._contests, {}
+        for other_id, by in pending.items():
             try:
                 found = self.get(other_id)
             except NotFound:

@@ -97,13 +97,6 @@ def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:
     return after
 
 
-def contest(vault, other_id: str, newer: Note, reason: str) -> Note:
-    """Mark `other_id` contested with `newer` (`newer` already names it)."""
-    _before, after = vault.update_note(other_id, contest_change([newer], clock.now()), op="contest",
-                                       detail={"with": newer.id, "reason": reason})
-    return after
-
-
 def contest_change(newer: list[Note], now: datetime) -> Callable[[Note], dict]:
     """The change that marks a note contested with each of `newer` (links kept once, in order)."""
     def change(n: Note) -> dict:
