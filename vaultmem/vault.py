@@ -11,7 +11,6 @@ Reading never writes a note.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
-from vaultmem.core.model import TIERS, Note, tidy_tags
+from vaultmem.core.model import TIERS, Note, check_namespace, tidy_tags  # noqa: F401 - check_namespace: API
 from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
 
 ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
-NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 WRITE_RETRIES = 5
 ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (Vault.by_original_id)
 # Looks for a note that moved while we looked (each look re-lists the folders that changed):
@@ -937,15 +935,6 @@ def _read_jsonl(path: Path, note_id: str) -> list[dict]:
     except FileNotFoundError:
         pass
     return found
-
-
-def check_namespace(namespace: str | None) -> str:
-    text = (namespace or "").strip().strip("/")
-    if not text:
-        raise BadInput("a namespace is required: add -n NAMESPACE (e.g. -n work or -n projects/api)")
-    if not NAMESPACE_PATTERN.match(text) or any(part in (".", "..") for part in text.split("/")):
-        raise BadInput(f"namespace {namespace!r} may use letters, digits, '.', '_', '-' and '/' between parts")
-    return text
 
 
 def _new_id(taken: Callable[[str], bool]) -> str:

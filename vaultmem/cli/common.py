@@ -96,6 +96,16 @@ def _vault(vault_path):
     return Vault.open(vault_path)
 
 
+def _vault_root(vault_path):
+    """The vault's folder without opening it (no config, no catalog): enough to hand a
+    write to the watcher. A folder that is no vault yet goes through `_vault` (which
+    creates the default vault or says what to do)."""
+    from vaultmem.store.discovery import STATE_DIR, discover
+
+    root = discover(vault_path)
+    return root if (root / STATE_DIR).is_dir() else _vault(vault_path).root
+
+
 def _warn_problems(vault, out) -> None:
     from vaultmem.cli.output import warn_skipped
 

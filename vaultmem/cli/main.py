@@ -28,6 +28,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     _split_tags,
     _table,
     _vault,
+    _vault_root,
     _warn_problems,
     common,
 )
@@ -147,18 +148,18 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
 
     Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
     """
+    from vaultmem.core.model import check_namespace
     from vaultmem.ops.provenance import current_project, current_session
     from vaultmem.service.writes import added_data, send_write
-    from vaultmem.vault import check_namespace
 
     check_namespace(namespace)
     _parse_created(created)
-    vault = _vault(vault_path)
     args = dict(text=text, namespace=namespace, tags=_split_tags(tags), source=source, created=created, tier=tier,
                 explicit=explicit, session=current_session(session), project=current_project(None), redact=redact,
                 supersede=not no_supersede, merge=not allow_duplicate)
-    data = send_write(vault.root, "add", args)
+    data = send_write(_vault_root(vault_path), "add", args)  # a watcher writes: this process needs no Vault
     if data is None:
+        vault = _vault(vault_path)
         args["created"] = _parse_created(created)
         data = added_data(vault.add(args.pop("text"), args.pop("namespace"), **args), vault.config)
     _emit_added(out, data, "added")
@@ -359,10 +360,10 @@ def grade(note_id, rating, comment, out, vault_path):
     from vaultmem.ops.provenance import current_project, current_session
     from vaultmem.service.writes import send_write
 
-    vault = _vault(vault_path)
     args = dict(note_id=note_id, rating=rating, comment=comment, session=current_session(), project=current_project())
-    data = send_write(vault.root, "grade", args)
+    data = send_write(_vault_root(vault_path), "grade", args)  # a watcher writes: this process needs no Vault
     if data is None:
+        vault = _vault(vault_path)
         data = _note_json(vault.grade(args.pop("note_id"), args.pop("rating"), **args), clock_now(), vault.config)
     out.emit(data, _grade_summary(data))
 

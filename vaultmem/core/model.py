@@ -6,9 +6,12 @@ so a caller can always compare what was with what will be written.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, get_args
+
+from vaultmem.errors import BadInput
 
 # The fixed value sets, each defined once: a Literal type for annotations, and the
 # tuple of its members (in this order: the order help texts and reports list them).
@@ -152,3 +155,16 @@ def section(body: str, name: str) -> str:
         if inside:
             lines.append(line.strip())
     return " ".join(line for line in lines if line)
+
+
+NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
+
+
+def check_namespace(namespace: str | None) -> str:
+    """`namespace` tidied (no slashes at the ends), or BadInput saying what a namespace may hold."""
+    text = (namespace or "").strip().strip("/")
+    if not text:
+        raise BadInput("a namespace is required: add -n NAMESPACE (e.g. -n work or -n projects/api)")
+    if not NAMESPACE_PATTERN.match(text) or any(part in (".", "..") for part in text.split("/")):
+        raise BadInput(f"namespace {namespace!r} may use letters, digits, '.', '_', '-' and '/' between parts")
+    return text
