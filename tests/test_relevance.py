@@ -106,6 +106,8 @@ def test_hits_found_by_meaning_alone_need_one_that_agrees_word_by_word(vault):
     disagreeing = _Model(same=False)
     assert relevant(hits, "what is my sister's phone number", 0.02, 0.36, _texts, disagreeing) == []
     assert [len(call) for call in disagreeing.calls] == [2, 2]  # the best hit first, then the other one above the floor
+    hits = _hits(vault, {"semantic": 0.2, "cosine": 0.35}, {"semantic": 0.1, "cosine": 0.3},
+                 {"semantic": 0.01, "cosine": 0.21})
     agreeing = _Model(same=True)
     assert relevant(hits, "what is my sister's phone number", 0.02, 0.36, _texts, agreeing) == hits[:2]
     assert len(agreeing.calls) == 1 and hits[0].signals["agreement"] == pytest.approx((0.35 + 1.0) / 2)
@@ -118,3 +120,28 @@ def test_floor_0_keeps_every_hit_and_a_foreign_query_or_no_token_model_skips_the
     assert relevant(hits, "Wie ist die Telefonnummer meiner Schwester?", 0.02, 0.36, _texts, model) == hits[:1]
     assert relevant(hits, "what is my sister's phone number", 0.02, None, _texts, model) == hits[:1]
     assert model.calls == []
+
+
+# ---------------------------------------------------------------- rerank_words (search/rerank.py)
+
+def test_rerank_by_words_lifts_the_candidate_whose_words_align():
+    from vaultmem.search.rerank import RERANK_WEIGHT, rerank_by_words
+
+    def model(texts):  # the query and "answer" point one way, "topic" the other
+        return [(["w"], np.array([[1.0, 0.0]] if t in ("query", "answer") else [[0.0, 1.0]], np.float32))
+                for t in texts]
+
+    fused = [("topic.md", 0.5, {}), ("answer.md", 0.4, {})]
+    ranked = rerank_by_words("query", fused, lambda paths: [p.removesuffix(".md") for p in paths], model)
+    assert [p for p, _s, _sig in ranked] == ["answer.md", "topic.md"]
+    assert ranked[0][1] == pytest.approx(0.4 + RERANK_WEIGHT) and ranked[0][2]["alignment"] == 1.0
+
+
+@pytest.mark.real_model
+def test_rerank_words_in_config_reranks_and_records_the_alignment(run, vault_dir, notes):
+    query = "Maria birthday chocolate or the Postgres port"  # their words: no relevance check runs the model
+    assert "alignment" not in run.json("recall", query)[0]["signals"]
+    config = vault_dir / ".vaultmem" / "config.yaml"
+    config.write_text(config.read_text().replace("rerank_words: false", "rerank_words: true"))
+    reranked = run.json("recall", query)
+    assert reranked[0]["id"] == notes[0].id and reranked[0]["signals"]["alignment"] > 0

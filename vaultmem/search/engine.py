@@ -24,6 +24,8 @@ decides and memory state only breaks near-ties:
     score      = relevance * (0.8 + 0.2 * confidence) * time
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
+                 (+ 0.3 * word-by-word alignment for the 10 best, when
+                  `recall.rerank_words` is on: search/rerank.py)
 
 Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
 dragging the stronger one down: a note that ranks 1st lexically on one word
@@ -435,6 +437,11 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_session_context(fused, notes)
+        token_vectors = getattr(self.embedder, "token_vectors", None)
+        if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
+            from vaultmem.search.rerank import rerank_by_words
+
+            fused = rerank_by_words(query, fused, lambda paths: [embed_text(notes[p]) for p in paths], token_vectors)
         fused = self._newer_first(fused, notes, intent)
         hits = []
         for path, score, signals in fused[:top_k]:

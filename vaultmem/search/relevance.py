@@ -113,12 +113,16 @@ def relevant(hits: list, query: str, floor: float, min_agreement: float | None,
 
 
 def _agrees(query: str, hits: list, min_agreement: float, texts, token_vectors) -> bool:
-    vectors = token_vectors([query, *texts(hits)])
-    if not vectors:  # the model gives pooled vectors only
-        return True
+    if all("alignment" in hit.signals for hit in hits):  # search/rerank.py aligned them already
+        vectors = [None] * (len(hits) + 1)
+    else:
+        vectors = token_vectors([query, *texts(hits)])
+        if not vectors:  # the model gives pooled vectors only
+            return True
     agreed = False
     for hit, note_vectors in zip(hits, vectors[1:]):
-        aligned = alignment(vectors[0], note_vectors)
+        aligned = hit.signals.get("alignment")
+        aligned = alignment(vectors[0], note_vectors) if aligned is None else aligned
         agreement = (hit.signals.get("cosine", 0.0) + aligned) / 2
         hit.signals.update(alignment=round(aligned, 4), agreement=round(agreement, 4))
         agreed = agreed or agreement >= min_agreement
