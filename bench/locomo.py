@@ -3,6 +3,7 @@
     python bench/locomo.py                              # all conversations in the data folder
     python bench/locomo.py --conversations 26,30 --limit-questions 20
     python bench/locomo.py --json /tmp/locomo.json      # per-question ranks too
+    python bench/locomo.py --rerank-words               # with recall.rerank_words on
 
 Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
@@ -25,6 +26,7 @@ skipped and counted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import sys
@@ -105,12 +107,15 @@ def load_conversations(data_dir: Path, wanted: list[str] | None) -> list[tuple[s
 
 
 def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: int | None,
-                     stats: dict, reuse: bool = False, log=print) -> tuple[list[h.QueryResult], float, float]:
+                     stats: dict, reuse: bool = False, log=print,
+                     rerank_words: bool = False) -> tuple[list[h.QueryResult], float, float]:
     mems = memories(conv)
     known = {m.key for m in mems}
     last = max(m.created for m in mems)
     h.pin_clock(last + timedelta(days=1))
     built = h.build_vault(workdir / f"conv-{name}", mems, namespace=NAMESPACE, reuse=reuse)
+    if rerank_words:  # as `recall.rerank_words: true` in the vault's config.yaml
+        built.vault.config = dataclasses.replace(built.vault.config, recall_rerank_words=True)
     questions = []
     for i, qa in enumerate(conv.get("qa", [])):
         if not qa.get("evidence"):
@@ -142,6 +147,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--limit-questions", type=int, help="ask only the first N questions of each conversation")
     ap.add_argument("--top-k", type=int, default=10, help="hits asked of recall (default 10)")
     ap.add_argument("--json", dest="json_out", help="write per-question results to this file")
+    ap.add_argument("--rerank-words", action="store_true",
+                    help="recall with recall.rerank_words on (search/rerank.py)")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")
@@ -159,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
         workdir.mkdir(parents=True, exist_ok=True)
         for name, conv in convs:
             res, a, w = run_conversation(name, conv, workdir, args.top_k, args.limit_questions, stats,
-                                         reuse=args.vault_dir is not None)
+                                         reuse=args.vault_dir is not None, rerank_words=args.rerank_words)
             results += res
             if a:
                 add_s.append(a)

@@ -63,9 +63,17 @@ def test_agent_perf_quick_prints_every_row_with_positive_numbers(tmp_path):
     assert list(rows) == [label for _key, label, _hook, _slow in agent_perf.ROWS]
 
     for label, cells in rows.items():
-        assert "⚠" not in cells[3], f"{label}: {cells[3]}"  # no failed run, no hook over budget, no empty answer
-        numbers = [float(x.replace(",", "")) for x in NUMBER.findall(cells[3])]
-        assert len(numbers) == 2 and all(x > 0 for x in numbers), f"{label}: {cells[3]}"
+        cell = cells[3]
+        if label == "hook user-prompt-submit, + watcher" and (empty := re.search(r" ⚠ (\d+)/(\d+) empty$", cell)):
+            # By this row a decay has moved most of the 50-note vault (synthetic dates, years old) into archive/,
+            # the notes on rent and tomatoes among them: those prompts have no answer left, and abstention
+            # (search/relevance.py) rightly says nothing rather than inject an unrelated note. Some prompt must
+            # still be answered.
+            assert int(empty[1]) < int(empty[2]), f"{label}: {cell}"
+            cell = cell[:empty.start()]
+        assert "⚠" not in cell, f"{label}: {cell}"  # no failed run, no hook over budget, no empty answer
+        numbers = [float(x.replace(",", "")) for x in NUMBER.findall(cell)]
+        assert len(numbers) == 2 and all(x > 0 for x in numbers), f"{label}: {cell}"
         if label.startswith("session-start additionalContext"):
             continue
         assert float(cells[4].replace(",", "")) > 0, f"{label}: RSS {cells[4]}"

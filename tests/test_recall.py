@@ -41,7 +41,21 @@ def top_ids(run, query, *args):
     ("when do we bill clients", MEMORIES[5]),
 ], ids=["database", "indentation", "shipping", "credential", "espresso", "billing"])
 def test_paraphrase_with_no_shared_content_word_finds_the_memory(run, filled, query, expected):
-    assert top_ids(run, query)[0] == filled[expected]
+    assert top_ids(run, query, "--min-score", "0")[0] == filled[expected]
+
+
+@pytest.mark.real_model
+def test_abstention_keeps_most_paraphrases_that_share_no_word(run, filled):
+    """The word-by-word check (search/relevance.py) cuts a paraphrase whose words find no
+    counterpart ("ship to production" / "Deploys happen on Tuesdays": agreement 0.26); it
+    must not cut most of them (4 of these 6 keep their answer at MiniLM's 0.32)."""
+    queries = {"which DB server version is in the test environment": MEMORIES[0],
+               "what indentation style does she like": MEMORIES[1],
+               "when are we allowed to ship to production": MEMORIES[2],
+               "how often must the remote access credential be refreshed": MEMORIES[3],
+               "where can I get an espresso": MEMORIES[4], "when do we bill clients": MEMORIES[5]}
+    kept = [query for query, expected in queries.items() if top_ids(run, query)[:1] == [filled[expected]]]
+    assert len(kept) >= 4, kept
 
 
 @pytest.mark.real_model

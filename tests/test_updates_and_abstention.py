@@ -112,8 +112,9 @@ def test_a_question_the_vault_cannot_answer_gets_nothing_and_min_score_0_shows_t
 
 @pytest.mark.real_model
 def test_a_paraphrase_keeps_its_answer_under_the_floor(run, filled):
-    assert run.json("recall", "who is responsible for the pager schedule")[0]["id"] == filled[1]
+    assert run.json("recall", "who publishes the schedule of on-call duty")[0]["id"] == filled[1]
     assert run.json("recall", "what port does the pre-production database listen on")[0]["id"] == filled[0]
+    assert run.json("recall", "can I ship to prod at the end of the week")[0]["id"] == filled[2]
 
 
 def test_min_score_from_config_applies_and_the_flag_overrides_it(run, filled, vault_dir):
@@ -163,20 +164,6 @@ def test_a_skill_is_embedded_by_its_title_and_trigger_and_found_by_any_word(vaul
     text = embed_text(added.note)
     assert "Restore the database" in text and "data was lost" in text and "snapshot" not in text
     assert [h.note.id for h in vault.recall("snapshot S3 instance")] == [added.note.id]  # BM25 has every section
-
-
-def test_evidence_is_the_model_above_its_floor_or_enough_of_the_query_words(vault):
-    from vaultmem.search.engine import Hit, above_floor
-
-    note = vault.add("Staging runs Postgres 16", "work").note
-
-    def hit(name, **signals):
-        return Hit(note, 0.5, name, signals)
-
-    assert [h.label for h in above_floor([hit("a", semantic=0.3), hit("b", semantic=0.01, coverage=0.2)], 0.02)] \
-        == ["a"]
-    assert above_floor([hit("c", semantic=0.0, coverage=0.5)], 0.02) != []  # half the query's words are evidence
-    assert above_floor([hit("d", semantic=0.0)], 0.0) != []  # floor 0: every candidate
 
 
 def test_a_note_from_the_session_of_a_strong_hit_gains_a_tenth_of_its_score(vault):

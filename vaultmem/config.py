@@ -38,6 +38,10 @@ class Config:
     model: str = "default"
     # The relevance a hit needs; None ("auto"): the model's calibrated floor (README, Recall).
     recall_min_score: float | None = None
+    # The word-by-word agreement a hit found by meaning needs; None ("auto"): the model's (README, Recall).
+    recall_min_agreement: float | None = None
+    # Rerank the best candidates by word-by-word alignment (search/rerank.py): better ranking, ~20 ms a query.
+    recall_rerank_words: bool = False
     # Notes larger than this are reported and skipped rather than read.
     max_note_bytes: int = 1_000_000
     # Promotion gates (tiers.py).
@@ -74,7 +78,8 @@ SECTIONS: dict[str, dict[str, str]] = {
         "archive_after_floor_days": "archive_after_floor_days",
     },
     "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
-    "recall": {"top_k": "recall_top_k", "model": "model", "min_score": "recall_min_score"},
+    "recall": {"top_k": "recall_top_k", "model": "model", "min_score": "recall_min_score",
+               "min_agreement": "recall_min_agreement", "rerank_words": "recall_rerank_words"},
     "promotion": {
         "l1_sessions": "l1_sessions",
         "l2_sessions": "l2_sessions",
@@ -116,6 +121,8 @@ recall:
   top_k: 5         # results `recall` returns by default
   model: default   # embedding model: `default`, or a folder with model.onnx + tokenizer.json
   min_score: auto  # relevance a hit needs (0..1); auto: the model's calibrated floor; 0: never empty
+  min_agreement: auto  # word-by-word agreement a hit found by meaning needs (0..1); auto: the model's; 0: off
+  rerank_words: false  # rerank the 10 best by word-by-word alignment: better ranking, one model run a query
 
 promotion:               # tiers are earned: evidence = added again or graded good
   l1_sessions: 2         # L0 observed -> L1 remembered after this many distinct sessions

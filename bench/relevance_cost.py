@@ -1,0 +1,73 @@
+"""What the word-by-word relevance check (search/relevance.py) costs recall, A/B in one process.
+
+    python bench/relevance_cost.py VAULT            # a vault with its indexes built
+    python bench/recall_perf.py --sizes 10000       # first, to have the 10k synthetic vault, then:
+    python bench/relevance_cost.py /tmp/vaultmem-bench/10000-s1234
+
+One warm RecallEngine; each of recall_perf's 50 queries is asked with the model's
+`min_agreement` and without it (no word check), in alternating order, twice.
+Prints p50/p95 of both, the median of the paired differences (robust to a busy
+machine: both calls of a pair see the same load), how many queries ran the check
+and how many came back empty. Reads the vault, writes nothing but its caches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from recall_perf import pct, queries  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("vault", type=Path)
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args(argv)
+    os.environ["VAULTMEM_NO_SERVER"] = "1"
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.vault import Vault
+
+    engine = RecallEngine(Vault(args.vault))
+    engine.sync()
+    if engine.embedder is None or getattr(engine.embedder, "min_agreement", None) is None:
+        raise SystemExit(f"the model has no word-by-word check: {engine.model_problem or engine.embedder}")
+    agreement = engine.embedder.min_agreement
+    qs = queries(args.seed, 50)
+    for q in qs[:5]:
+        engine.recall(q, top_k=5, sync=False)
+    ms: dict[bool, list[float]] = {False: [], True: []}
+    found: dict[bool, list] = {False: [], True: []}
+    for round_ in range(2):
+        for i, q in enumerate(qs):
+            for check in ((False, True) if (i + round_) % 2 else (True, False)):
+                engine.embedder.min_agreement = agreement if check else None
+                start = time.perf_counter()
+                hits = engine.recall(q, top_k=5, sync=False)
+                ms[check].append((time.perf_counter() - start) * 1000)
+                if round_ == 0:
+                    found[check].append(hits)
+    engine.embedder.min_agreement = agreement
+    paired = statistics.median(b - a for a, b in zip(ms[False], ms[True]))
+    ran = sum(any("agreement" in h.signals for h in with_) or (bool(without) and not with_)
+              for without, with_ in zip(found[False], found[True]))
+    print(f"vault {args.vault}: {engine.sync()['notes']} notes; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
+    print("| recall (warm, in-process, top 5) | p50 ms | p95 ms | empty |")
+    print("|---|---:|---:|---:|")
+    for check, name in ((False, "without the word check"), (True, f"with it (min_agreement {agreement})")):
+        empty = sum(not hits for hits in found[check])
+        print(f"| {name} | {statistics.median(ms[check]):.1f} | {pct(ms[check], 95):.1f} | {empty}/{len(qs)} |")
+    print(f"\npaired difference (median): {paired:+.2f} ms; the check ran for {ran} of {len(qs)} queries")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
