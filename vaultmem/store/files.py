@@ -218,54 +218,40 @@ Job = tuple[Path, Callable[[str], str], Callable[[bytes], str]]  # (path, comput
 def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
     """`rewrite` for many notes at once (decay): the same checks and exchanges, but the
     new texts are made durable by one filesystem sync for the whole batch instead of
-    an fsync per file and per folder. Returns, per job, (base, new) or the error.
-
-    The file work (creating the temp files, unlinking what the exchanges swapped out)
-    runs in a second thread while this one parses and renders: on a machine with two
-    cores the batch takes about as long as the longer of the two, not their sum."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    an fsync per file and per folder. Returns, per job, (base, new) or the error."""
     results: list[tuple[str, str] | Exception] = []
     staged: list[tuple[int, Path, Path, os.stat_result]] = []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="vaultmem-files") as files:
-        pending = []
-        for number, (path, compute, decode) in enumerate(jobs):
-            try:
-                expected, seen = _read_with_identity(path)
-                base = decode(expected)
-                new = compute(base)
-                results.append((base, new))
-                if new.encode("utf-8") != expected:
-                    temp = files.submit(_temp_copy, path, new, stat.S_IMODE(seen.st_mode), durable=False)
-                    pending.append((number, path, temp, seen))
-            except (VaultmemError, OSError) as exc:
-                results.append(exc)
-        for number, path, temp, seen in pending:
-            try:
-                staged.append((number, path, temp.result(), seen))
-            except OSError as exc:
-                results[number] = exc
-        if not staged:
-            return results
-        sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
-        for number, path, tmp, seen in staged:
-            displaced = []
-            try:
-                if _same_file(os.stat(path), seen):
-                    placed, save = _swap_in(tmp, path, seen)
-                    if placed:
-                        continue
-                    if save is not None:
-                        displaced.append(Displaced(exposed=results[number][1], save=save))
-            except OSError as exc:
-                results[number] = exc
-                continue
-            finally:
-                files.submit(_unlink, tmp)  # what came out (or our text): gone, in the other thread
-            try:  # changed since we read it: the careful way, one note at a time
-                results[number] = rewrite(path, jobs[number][1], jobs[number][2], displaced)
-            except (VaultmemError, OSError) as exc:
-                results[number] = exc
+    for number, (path, compute, decode) in enumerate(jobs):
+        try:
+            expected, seen = _read_with_identity(path)
+            base = decode(expected)
+            new = compute(base)
+            results.append((base, new))
+            if new.encode("utf-8") != expected:
+                staged.append((number, path, _temp_copy(path, new, stat.S_IMODE(seen.st_mode), durable=False), seen))
+        except (VaultmemError, OSError) as exc:
+            results.append(exc)
+    if not staged:
+        return results
+    sync_filesystem(staged[0][1].parent)  # every temp file's bytes on disk before any goes in
+    for number, path, tmp, seen in staged:
+        displaced = []
+        try:
+            if _same_file(os.stat(path), seen):
+                placed, save = _swap_in(tmp, path, seen)
+                if placed:
+                    continue
+                if save is not None:
+                    displaced.append(Displaced(exposed=results[number][1], save=save))
+        except OSError as exc:
+            results[number] = exc
+            continue
+        finally:
+            _unlink(tmp)
+        try:  # changed since we read it: the careful way, one note at a time
+            results[number] = rewrite(path, jobs[number][1], jobs[number][2], displaced)
+        except (VaultmemError, OSError) as exc:
+            results[number] = exc
     sync_filesystem(staged[0][1].parent)  # and the renames
     return results
 
