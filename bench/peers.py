@@ -551,6 +551,7 @@ def measure_decay(setup: Setup, size_dir: Path, timeout: float) -> dict:
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(src, copy, symlinks=True)
+    os.sync()  # the copy's pages on disk first: else decay's one filesystem sync flushes them too
     later = datetime.now(timezone.utc) + timedelta(days=DECAY_AFTER_DAYS)
     try:
         return setup.child("vaultmem", "decay", copy, timeout, now=later.strftime("%Y-%m-%dT%H:%M:%S"))
