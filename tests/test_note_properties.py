@@ -17,6 +17,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from vaultmem.core import note as note_module
 from vaultmem.core.model import CARD_STATES, STATUSES, TIERS, Note
 from vaultmem.core.note import ALL_KEYS, BOM, load_frontmatter, parse, render, split_frontmatter
 from vaultmem.errors import NoteError
@@ -186,6 +187,29 @@ def test_a_change_to_one_property_changes_only_its_lines(text, change):
     assert getattr(read(after), key) == value
     assert body_of(after) == body_of(before)
     assert [e for e in entry_texts(after) if e[0] != key] == [e for e in entry_texts(before) if e[0] != key]
+
+
+@SETTINGS
+@given(note_files(), changes)
+@example("---\ntrue: 1\nreps: 0\n---\n", ("reps", 3))
+@example("---\r\nreps: 0\r\n---\r\nbody\r\n", ("reps", 3))
+def test_what_a_rewrite_remembers_of_its_block_is_what_parsing_it_gives(text, change):
+    """render checks only the entries it rewrote and remembers what the new block reads
+    as (the catalog then reads the file without parsing it again): that must be exactly
+    what a full parse of the written block gives."""
+    note = read(text)
+    if note is None:
+        return
+    try:
+        before = render(note, text)
+        key, value = change
+        after = render(replace(read(before), **{key: value}), before)
+    except NoteError:
+        return
+    block, _body = split_frontmatter(after.removeprefix(BOM))
+    remembered = note_module._REMEMBERED.get((block, PATH))
+    assert remembered is not None  # render left it for the catalog (by the entries' check or the whole block's)
+    assert remembered == note_module._load_frontmatter(block, PATH)
 
 
 @SETTINGS

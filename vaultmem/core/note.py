@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
@@ -135,13 +137,28 @@ class Frontmatter(NamedTuple):
 
 def load_frontmatter(block: str, path) -> Frontmatter:
     """`_load_frontmatter`, remembered for the last few blocks: a rewrite reads the same
-    block to parse it, to edit it, then the new block to check it and to catalog it."""
-    return _remembered_frontmatter(block, str(path))
+    block to parse it and to edit it, and `render` leaves what the edited block reads as
+    for the catalog. Callers never mutate what they get (a NoteError is not remembered)."""
+    key = (block, str(path))
+    with _REMEMBERED_LOCK:
+        found = _REMEMBERED.get(key)
+        if found is not None:
+            _REMEMBERED.move_to_end(key)
+            return found
+    return _remember(key, _load_frontmatter(block, path))
 
 
-@lru_cache(maxsize=2048)  # a decay batch (500 notes) reads 2 blocks per note before cataloguing them
-def _remembered_frontmatter(block: str, path: str) -> Frontmatter:
-    return _load_frontmatter(block, path)  # callers never mutate what they get (NoteError is not cached)
+def _remember(key: tuple[str, str], frontmatter: Frontmatter) -> Frontmatter:
+    with _REMEMBERED_LOCK:
+        _REMEMBERED[key] = frontmatter
+        if len(_REMEMBERED) > REMEMBERED_BLOCKS:
+            _REMEMBERED.popitem(last=False)
+    return frontmatter
+
+
+REMEMBERED_BLOCKS = 2048  # a decay batch (500 notes) reads 2 blocks per note before cataloguing them
+_REMEMBERED: OrderedDict[tuple[str, str], Frontmatter] = OrderedDict()
+_REMEMBERED_LOCK = threading.Lock()
 
 
 def _load_frontmatter(block: str, path) -> Frontmatter:
@@ -354,6 +371,7 @@ def render(note: Note, original: str | None = None) -> str:
     current = frontmatter.data
 
     out: list[tuple[str | None, str]] = []
+    changed: set[str] = set()  # the entries rewritten or added: the only ones to check
     for key, text in _segments(block, frontmatter.keys):
         if key in wanted:
             old_value = _safe_read(note.path, key, current.get(key))
@@ -361,6 +379,7 @@ def render(note: Note, original: str | None = None) -> str:
                 out.append((key, text))
             else:
                 out.append((key, _render_entry(key, wanted[key], newline)))
+                changed.add(key)
         else:
             if not _ends_with_newline(text):
                 text += newline
@@ -375,9 +394,49 @@ def render(note: Note, original: str | None = None) -> str:
             position = max(i for i, (k, _) in enumerate(out) if k == earlier[-1]) + 1
         out.insert(position, (key, _render_entry(key, wanted[key], newline)))
         present.add(key)
+        changed.add(key)
     new_block = "".join(text for _, text in out)
-    _check_reads_back(note, wanted, new_block)
+    if not _check_entries_read_back(note, wanted, out, changed, current):
+        _check_reads_back(note, wanted, new_block)
     return bom + opening + new_block + closing + note.body
+
+
+def _check_entries_read_back(note: Note, wanted: dict, out: list[tuple[str | None, str]], changed: set[str],
+                             current: dict) -> bool:
+    """`_check_reads_back` for the rewritten entries alone, when that says the same: every
+    entry of a block-style frontmatter starts its own line at the left edge and holds its
+    own value (no alias reaches across), so the entries kept byte for byte still read as
+    they did. What the new block reads as is then known without parsing it again, and is
+    remembered for the catalog's read of the file. False: the whole block must be checked."""
+    block = "".join(text for _key, text in out)
+    if any(key is None for key, _text in out[1:]) or any(key not in current and key not in changed
+                                                          for key, _text in out if key is not None):
+        return False  # a complex key, or one YAML reads as another type (`true:`, `1:`)
+    if any(c in block for c in _ODD_BREAKS) or block.count("\r") != block.count("\r\n"):
+        return False  # line breaks YAML and str.splitlines count differently
+    entries = "".join(text for key, text in out if key in changed)
+    try:
+        fresh = load_frontmatter(entries, note.path).data if entries else {}
+    except NoteError:
+        return False  # the whole block's check names the problem
+    if set(fresh) != changed:
+        return False
+    for key in changed:
+        if _safe_read(note.path, key, fresh.get(key)) != _comparable(key, wanted[key]):
+            raise NoteError(note.path, f"vaultmem's edit of property {key!r} would not read back",
+                            "report this; the file was left as it was")
+    data, keys, line = {}, [], 0
+    for key, text in out:
+        if key is not None:
+            data[key] = fresh[key] if key in changed else current[key]
+            keys.append((key, line))
+        line += len(text.splitlines())
+    _remember((block, str(note.path)), Frontmatter(data, keys, True))
+    return True
+
+
+# Line breaks other than \n and \r\n: where YAML's line numbers and str.splitlines may part.
+_ODD_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
 def with_properties(text: str, properties: dict, path: str = "") -> str:
