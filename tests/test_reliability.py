@@ -27,14 +27,14 @@ reliability = importlib.import_module("reliability")
 def test_editor_saves_racing_grades_are_never_lost(tmp_path, seed):
     row = reliability.race(tmp_path / "vault", "save", grades=120, via="api", seed=seed)
     assert row["events"] >= 200, row  # the editor really saved throughout
-    assert row["lost"] == 0 and row["dupes"] == 0 and row["failed"] == 0, row
+    assert row["lost"] == 0 and row["dupes"] == 0 and row["failed"] == 0, (row["first failure"], row)
 
 
 @pytest.mark.slow
 def test_moves_racing_grades_never_duplicate_and_lose_no_grade(tmp_path):
     row = reliability.race(tmp_path / "vault", "move", grades=80, via="api", seed=3, pause=0.05)
     assert row["events"] >= 20, row
-    assert row["dupes"] == 0 and row["failed"] == 0, row
+    assert row["dupes"] == 0 and row["failed"] == 0, (row["first failure"], row)
     assert row["reps"] == row["grades ok"] > 0, row  # every grade that said ok is in the file
 
 
