@@ -89,7 +89,7 @@ class Vault:
         self._write_lock = None
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
-        self._contests: dict[str, list[tuple[Note, str]]] = {}  # add_many: note id -> (newer note, reason)
+        self._contests: dict[str, list[tuple[Note, str]]] = {}  # to mark contested: note id -> [(newer, reason)]
         self._folders_inside: set[str] = set()  # add_many: note folders found inside the vault this batch
 
     @classmethod
