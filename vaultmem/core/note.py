@@ -396,19 +396,19 @@ def render(note: Note, original: str | None = None) -> str:
         present.add(key)
         changed.add(key)
     new_block = "".join(text for _, text in out)
-    if not _check_entries_read_back(note, wanted, out, changed, current):
+    if not _check_entries_read_back(note, wanted, out, new_block, changed, current):
         _check_reads_back(note, wanted, new_block)
     return bom + opening + new_block + closing + note.body
 
 
-def _check_entries_read_back(note: Note, wanted: dict, out: list[tuple[str | None, str]], changed: set[str],
-                             current: dict) -> bool:
+def _check_entries_read_back(note: Note, wanted: dict, out: list[tuple[str | None, str]], block: str,
+                             changed: set[str], current: dict) -> bool:
     """`_check_reads_back` for the rewritten entries alone, when that says the same: every
     entry of a block-style frontmatter starts its own line at the left edge and holds its
     own value (no alias reaches across), so the entries kept byte for byte still read as
     they did. What the new block reads as is then known without parsing it again, and is
-    remembered for the catalog's read of the file. False: the whole block must be checked."""
-    block = "".join(text for _key, text in out)
+    remembered for the catalog's read of the file (`block`: the entries of `out`, joined).
+    False: the whole block must be checked."""
     if any(key is None for key, _text in out[1:]) or any(key not in current and key not in changed
                                                           for key, _text in out if key is not None):
         return False  # a complex key, or one YAML reads as another type (`true:`, `1:`)
@@ -421,10 +421,7 @@ def _check_entries_read_back(note: Note, wanted: dict, out: list[tuple[str | Non
         return False  # the whole block's check names the problem
     if set(fresh) != changed:
         return False
-    for key in changed:
-        if _safe_read(note.path, key, fresh.get(key)) != _comparable(key, wanted[key]):
-            raise NoteError(note.path, f"vaultmem's edit of property {key!r} would not read back",
-                            "report this; the file was left as it was")
+    _check_values_read_back(note, {key: wanted[key] for key in changed}, fresh)
     data, keys, line = {}, [], 0
     for key, text in out:
         if key is not None:
@@ -480,6 +477,11 @@ def _check_reads_back(note: Note, wanted: dict, block: str) -> None:
     except NoteError as exc:
         raise NoteError(note.path, f"vaultmem's edit of its properties would not read back ({exc.problem})",
                         "report this; the file was left as it was") from None
+    _check_values_read_back(note, wanted, data)
+
+
+def _check_values_read_back(note: Note, wanted: dict, data: dict) -> None:
+    """NoteError unless each property of `wanted` reads back from `data` as meant."""
     for key, value in wanted.items():
         if _safe_read(note.path, key, data.get(key)) != _comparable(key, value):
             raise NoteError(note.path, f"vaultmem's edit of property {key!r} would not read back",
