@@ -51,7 +51,7 @@ ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (
 # Looks for a note that moved while we looked (each look re-lists the folders that changed):
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
-DECAY_BATCH = 500  # notes rewritten per filesystem sync and ledger append
+REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (decay, a batch's contests)
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 200  # adds per filesystem sync in add_many, and texts embedded ahead (the engine keeps 512)
@@ -461,8 +461,7 @@ class Vault:
                 continue  # gone since (moved out, deleted): nothing to mark
             jobs.append((found, contest_change([newer for newer, _reason in by], clock.now()), "contest",
                          [{"with": newer.id, "reason": reason} for newer, reason in by]))
-        for start in range(0, len(jobs), DECAY_BATCH):
-            self._rewrite_batch(jobs[start:start + DECAY_BATCH])
+        self._rewrite_batch(jobs)
 
     @property
     def in_batch(self) -> bool:
@@ -723,21 +722,25 @@ class Vault:
                 except (VaultmemError, FileNotFoundError):
                     continue  # moved, unreadable or contested meanwhile: the rest of the vault still decays
             rewrites = [s for s in steps if not s.archive]
-            for start in range(0, len(rewrites), DECAY_BATCH):
-                batch = rewrites[start:start + DECAY_BATCH]
-                written = self._rewrite_batch(
-                    [(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days), "decay",
-                      [None]) for step in batch])
-                # Moved, unreadable or changed meanwhile: reported by health, retried next time.
-                done += [step for step, after in zip(batch, written) if after is not None]
-            return done
+            written = self._rewrite_batch(
+                [(step.note, lambda n, s=step: _recomputed(n, s, now, self.config, stale_after_days), "decay", [None])
+                 for step in rewrites])
+            # Moved, unreadable or changed meanwhile: reported by health, retried next time.
+            return done + [step for step, after in zip(rewrites, written) if after is not None]
 
     def _rewrite_batch(self, jobs: list[BatchJob]) -> list[Note | None]:
-        """Rewrite many notes as one batch (files.rewrite_many: one sync, not three per note).
-        Each job is (note as found, change, ledger op, the details of one record each).
-        By file, not by id: a note copied by hand (two files, one id) is rewritten file by
-        file and reported by health, never stopping the rest. Returns each note after, or
-        None where its file could not be rewritten."""
+        """Rewrite many notes, REWRITE_BATCH at a time (files.rewrite_many: one sync per
+        batch, not three per note). Each job is (note as found, change, ledger op, the
+        details of one record each). By file, not by id: a note copied by hand (two files,
+        one id) is rewritten file by file and reported by health, never stopping the rest.
+        Returns each note after, or None where its file could not be rewritten."""
+        written: list[Note | None] = []
+        for start in range(0, len(jobs), REWRITE_BATCH):
+            written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH])
+        return written
+
+    def _rewrite_one_batch(self, jobs: list[BatchJob]) -> list[Note | None]:
+        """`_rewrite_batch` for at most REWRITE_BATCH jobs: one rewrite_many, one ledger append."""
         digests = self.catalog(refresh=False).hashes_of(note.path for note, *_rest in jobs)
         prepared = [self._job(note, change, digests.get(note.path)) for note, change, *_rest in jobs]
         results = rewrite_many([job[:3] for job in prepared])
