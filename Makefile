@@ -18,19 +18,25 @@ demo: $(VENV)/.installed
 
 # Bytecode first: with PYTHONDONTWRITEBYTECODE set (as on CI), every `vaultmem` process the
 # tests start would compile each module again (an editable install writes no .pyc).
+# Two test processes (or as many as there are cores, at most 4: each may hold the real model).
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
+
 test: $(VENV)/.installed plugin
 	$(BIN)/python -m compileall -q vaultmem
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The Obsidian plugin: install its pinned packages, build, test; fail when the shipped
-# bundle (obsidian_plugin/main.js) or the cross-language vectors are stale.
-plugin: $(VENV)/.installed
+# bundle (obsidian_plugin/main.js) is stale (tests/test_obsidian.py checks the cross-language vectors).
+obsidian_plugin/node_modules/.installed: obsidian_plugin/package-lock.json
+	cd obsidian_plugin && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+plugin: $(VENV)/.installed obsidian_plugin/node_modules/.installed
 	cp obsidian_plugin/main.js obsidian_plugin/.main.js.shipped
-	cd obsidian_plugin && npm ci --no-audit --no-fund --loglevel=error && npm run build && npm test
+	cd obsidian_plugin && npm run build && npm test
 	@cmp -s obsidian_plugin/main.js obsidian_plugin/.main.js.shipped || { rm -f obsidian_plugin/.main.js.shipped; \
 		echo "obsidian_plugin/main.js is stale: the source builds a different bundle; commit the rebuilt main.js"; exit 1; }
 	rm -f obsidian_plugin/.main.js.shipped
-	$(BIN)/python -m vaultmem.integrations.obsidian_vectors --check
 
 clean:
 	rm -rf $(VENV) demo-vault obsidian_plugin/node_modules

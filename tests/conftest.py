@@ -20,6 +20,12 @@ T0 = "2026-01-05T09:00:00"
 TEST_MODEL = os.environ.get("VAULTMEM_TEST_MODEL", "stand-in")
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked `slow` first: with several workers (make test runs pytest -n), a long test
+    started last would keep one worker busy after the others ran out of work."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(request, tmp_path, monkeypatch):
     """No test sees the user's vault, data dir, clock or model choice.

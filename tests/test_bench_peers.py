@@ -16,6 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
@@ -44,6 +46,7 @@ def test_ratio_is_vaultmem_over_the_best_peer():
     assert peers.Row("y").set("vaultmem", "1", 1.0).ratio() == "–"
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_vaultmem_row(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     temp = Path(tempfile.mkdtemp(prefix="vm-pe-"))  # short: the watcher's socket path has a length limit

@@ -51,6 +51,7 @@ def assert_lock_message(stderr: str, vault_dir, holder, waited: str) -> None:
         assert f"held by pid {holder.pid} (" in line and "filelock" in line  # the process and its command line
 
 
+@pytest.mark.slow
 def test_add_and_grade_give_up_with_exit_75_and_say_who_holds_the_lock(run, vault_dir):
     note = run.json("add", "Backups run at 02:00 UTC", "-n", "ops")
     wait = {"VAULTMEM_LOCK_WAIT": "1"}
@@ -71,6 +72,7 @@ def test_add_and_grade_give_up_with_exit_75_and_say_who_holds_the_lock(run, vaul
     assert graded["reps"] == 1
 
 
+@pytest.mark.slow
 def test_health_answers_while_the_lock_is_held_and_names_the_holder(run, vault_dir):
     run.json("add", "Backups run at 02:00 UTC", "-n", "ops")
     free = run_process("--vault", str(vault_dir), "health").stdout
@@ -102,6 +104,7 @@ def test_the_python_api_raises_lock_timeout(vault_dir, monkeypatch):
     assert vault.add("Restores are tested monthly", "ops").action == "added"  # the same object works after
 
 
+@pytest.mark.slow
 def test_a_lock_freed_within_the_wait_lets_the_write_through(vault_dir, monkeypatch):
     """Random hold times below the wait: every add waits for the holder, then succeeds."""
     monkeypatch.setenv("VAULTMEM_LOCK_WAIT", "5")

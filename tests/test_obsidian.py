@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,13 @@ def test_git_diff_after_a_plugin_grade_shows_only_the_scheduling_lines(tmp_path,
     assert changed and changed <= {"stability", "difficulty", "due", "last_review", "reps", "updated"}, diff
     verify = _closed(Vault(root), lambda v: v.verify(record=False))
     assert not (verify["breaks"] or verify["changes"] or verify["torn"] or verify["tampering"])
+
+
+def test_the_plugins_cross_language_vectors_are_what_vault_grade_writes_today():
+    """The plugin's tests replay obsidian_plugin/test/vectors/grade.json; a change to how
+    `vaultmem grade` writes a note must come with regenerated vectors, or the plugin would
+    be held to yesterday's bytes."""
+    result = subprocess.run([sys.executable, "-m", "vaultmem.integrations.obsidian_vectors", "--check"],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("is current")

@@ -239,6 +239,7 @@ def test_error_replies_show_no_internals_and_the_watcher_logs_the_traceback(serv
     assert raw_exchange(path, b"[1, 2]\n")["error"] == "bad request: not a JSON object"
 
 
+@pytest.mark.slow
 def test_idle_connections_are_closed_after_the_read_timeout(service):
     root, path, _logged = service
     idle = []
@@ -291,6 +292,7 @@ def thread_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads through /proc")
 def test_300_idle_connections_neither_pile_up_threads_nor_block_recall(run, vault_dir, watcher):
     note = run.json("add", "The printer on floor two needs a PIN", "-n", "office")
