@@ -26,6 +26,13 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def model_cache(tmp_path_factory):
+    """Prepared models (search/prepared_model.py) go to a folder of this run's, not the
+    user's cache; each test process makes the default model's copy once."""
+    os.environ["VAULTMEM_MODEL_CACHE"] = str(tmp_path_factory.mktemp("model-cache"))
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(request, tmp_path, monkeypatch):
     """No test sees the user's vault, data dir, clock or model choice.

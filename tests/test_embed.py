@@ -92,6 +92,44 @@ def test_deterministic_and_order_independent(model):
     assert cos(alone, v1[5]) > 0.9999
 
 
+TEXTS = ["Staging runs Postgres 16 on port 5433.", "The API rate limit is 600 requests a minute.",
+         "Prefers tabs, 4 wide. " * 20, "Der Build läuft auf Node 20."]
+
+
+def test_the_prepared_copy_gives_the_same_vectors_to_the_bit_and_is_made_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("VAULTMEM_MODEL_CACHE", "off")
+    plain = load_embedder().embed(TEXTS)
+    cache = tmp_path / "models"
+    monkeypatch.setenv("VAULTMEM_MODEL_CACHE", str(cache))
+    first = load_embedder().embed(TEXTS)  # makes the copy
+    [folder] = list(cache.iterdir())
+    made = (folder / "model.onnx").stat().st_mtime_ns
+    second = load_embedder().embed(TEXTS)  # loads it
+    assert np.array_equal(plain, first) and np.array_equal(plain, second)
+    assert (folder / "model.onnx").stat().st_mtime_ns == made  # loaded, not made again
+    assert (folder / "weights.data").stat().st_size > 10**7  # the weights in their own file, mapped on load
+
+
+@pytest.mark.parametrize("damage", ["graph", "weights"])
+def test_a_damaged_copy_is_made_again_and_an_unwritable_cache_loads_the_plain_way(tmp_path, monkeypatch, damage):
+    cache = tmp_path / "models"
+    monkeypatch.setenv("VAULTMEM_MODEL_CACHE", str(cache))
+    expected = load_embedder().embed(TEXTS)
+    [folder] = list(cache.iterdir())
+    if damage == "graph":
+        (folder / "model.onnx").write_bytes(b"not a model")
+    else:
+        with open(folder / "weights.data", "r+b") as weights:
+            weights.truncate(1000)
+    assert np.array_equal(load_embedder().embed(TEXTS), expected)  # the plain way, the copy dropped
+    assert np.array_equal(load_embedder().embed(TEXTS), expected)  # made again
+    assert (folder / "weights.data").stat().st_size > 10**7
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    monkeypatch.setenv("VAULTMEM_MODEL_CACHE", str(blocker / "models"))
+    assert np.array_equal(load_embedder().embed(TEXTS), expected)
+
+
 def test_missing_dir_raises_one_line_naming_path(tmp_path):
     missing = tmp_path / "no-such-model"
     with pytest.raises(ModelUnavailable) as err:

@@ -746,21 +746,21 @@ class Vault:
         results = rewrite_many([job[:3] for job in prepared])
         written: list[Note | None] = []
         entries = []
-        catalog = self.catalog(refresh=False)
-        with catalog.transaction():
-            for (_note, _change, op, details), job, result in zip(jobs, prepared, results):
-                if isinstance(result, Exception):
-                    written.append(None)
-                    continue
-                base, new_text = result
-                before, after = job[3][base]
-                if new_text != base:
-                    unseen = self._unseen_edit(before, base, op)
-                    entries += [unseen] if unseen else []
-                    catalog.wrote(after.path, new_text)
-                    when = clock.format_datetime(clock.now())
-                    entries += [(op, after.id, after.path, new_text, when, detail) for detail in details]
-                written.append(after)
+        files = []
+        for (_note, _change, op, details), job, result in zip(jobs, prepared, results):
+            if isinstance(result, Exception):
+                written.append(None)
+                continue
+            base, new_text = result
+            before, after = job[3][base]
+            if new_text != base:
+                unseen = self._unseen_edit(before, base, op)
+                entries += [unseen] if unseen else []
+                files.append((after.path, new_text))
+                when = clock.format_datetime(clock.now())
+                entries += [(op, after.id, after.path, new_text, when, detail) for detail in details]
+            written.append(after)
+        self.catalog(refresh=False).wrote_many(files)
         if entries:
             self.ledger.append_many(entries)
         return written

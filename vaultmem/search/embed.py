@@ -45,6 +45,7 @@ from typing import Literal, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from vaultmem.errors import ModelUnavailable
+from vaultmem.search.prepared_model import prepared_session
 
 __all__ = [
     "DEFAULT_NAME",
@@ -227,25 +228,25 @@ class OnnxEmbedder:
         tok.enable_padding(pad_id=pad_id, pad_token=pad_token)
         self._tok = tok
 
-        opts = ort.SessionOptions()
-        # One process per prompt on small machines: use the cores we have,
-        # no inter-op parallelism, and keep ORT's warnings off stderr.
-        opts.intra_op_num_threads = threads or os.cpu_count() or 1
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        # Spinning threads burn the cores the agent and editor need, and stall
-        # badly when another process holds them: wait instead of spinning.
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # ORT's arena keeps the largest batch's buffers for the life of the process
-        # (+190 MB after one batch of long notes, in the watcher for hours); without it
-        # each run frees what it took, at no measurable cost in speed.
-        opts.enable_cpu_mem_arena = False
-        # EXTENDED runs as fast as ALL here and builds the session in ~2/3 the time.
-        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        def options():
+            opts = ort.SessionOptions()
+            # One process per prompt on small machines: use the cores we have,
+            # no inter-op parallelism, and keep ORT's warnings off stderr.
+            opts.intra_op_num_threads = threads or os.cpu_count() or 1
+            opts.inter_op_num_threads = 1
+            opts.log_severity_level = 3
+            # Spinning threads burn the cores the agent and editor need, and stall
+            # badly when another process holds them: wait instead of spinning.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # ORT's arena keeps the largest batch's buffers for the life of the process
+            # (+190 MB after one batch of long notes, in the watcher for hours); without it
+            # each run frees what it took, at no measurable cost in speed.
+            opts.enable_cpu_mem_arena = False
+            return opts
+
         try:
-            self._session = ort.InferenceSession(
-                str(model_path), sess_options=opts, providers=["CPUExecutionProvider"]
-            )
+            fingerprint = _fingerprint(model_path, tokenizer_path, "onnxruntime-extended")
+            self._session = prepared_session(ort, model_path, fingerprint, options)
         except Exception as e:
             raise ModelUnavailable(f"cannot load ONNX model {model_path}: {_first_line(e)}") from e
         self._inputs = {i.name for i in self._session.get_inputs()}

@@ -375,18 +375,25 @@ class Catalog:
 
     def wrote(self, rel: str, text: str, moved_from: str | None = None) -> None:
         """Record a file vaultmem just wrote (the text is known: no re-read, no folder scan)."""
-        data = text.encode("utf-8")
-        try:
-            info = os.stat(self.root / rel)
-        except FileNotFoundError:  # moved on already (a person's rename): the next refresh finds it
+        self.wrote_many([(rel, text)], [moved_from] if moved_from else [])
+
+    def wrote_many(self, files: list[tuple[str, str]], moved_from: list[str] = ()) -> None:
+        """`wrote` for many files (decay, a batch's contests): one generation, one statement."""
+        rows = []
+        for rel, text in files:
+            data = text.encode("utf-8")
+            try:
+                info = os.stat(self.root / rel)
+            except FileNotFoundError:  # moved on already (a person's rename): the next refresh finds it
+                continue
+            rows.append(self._row(rel, data, content_digest(data), info.st_mtime_ns, info.st_size))
+        if not rows:
             return
-        row = self._row(rel, data, content_digest(data), info.st_mtime_ns, info.st_size)
         with self.transaction():
             gen = self._next_generation()
-            self._write_rows([row], gen)
-            if moved_from:
-                self._remove([moved_from], gen)
-            self._note_folders({rel, *([moved_from] if moved_from else [])})
+            self._write_rows(rows, gen)
+            self._remove(list(moved_from), gen)
+            self._note_folders({row[0] for row in rows} | set(moved_from))
 
     def _note_folders(self, paths: set[str]) -> None:
         """Our own write moved the mtimes of these files' folders: take the new ones, so the
@@ -394,15 +401,19 @@ class Catalog:
         still caught by the periodic full check.)"""
         if self.db.execute("SELECT 1 FROM folders LIMIT 1").fetchone() is None:
             return  # never scanned: the first refresh does a full check anyway
+        folders = set()
         for rel in paths:
             folder = rel.rpartition("/")[0]
-            while folder:
-                try:
-                    mtime = os.stat(self.root / folder).st_mtime_ns
-                except OSError:
-                    break
-                self.db.execute("INSERT OR REPLACE INTO folders VALUES (?, ?)", (folder, mtime))
+            while folder and folder not in folders:
+                folders.add(folder)
                 folder = folder.rpartition("/")[0]
+        stamps = []
+        for folder in sorted(folders):
+            try:
+                stamps.append((folder, os.stat(self.root / folder).st_mtime_ns))
+            except OSError:
+                continue
+        self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", stamps)
 
     # ------------------------------------------------------------ reading
 
