@@ -45,7 +45,7 @@ def recall_scope(include_hidden: bool = False, history: bool = False) -> RecallS
 SKILL_SECTIONS = ("Trigger", "Steps", "Outcome", "Lessons")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a catalog holds one per note, 10k-100k of them
 class Note:
     """One markdown file of the vault, as vaultmem understands it."""
 

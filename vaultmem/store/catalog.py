@@ -27,11 +27,13 @@ re-reading the vault.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import sqlite3
+import sys
 import threading
 import time
 from dataclasses import fields
@@ -137,13 +139,26 @@ def note_from_json(text: str, path: str) -> Note:
     bits, *others = values.pop()
     data = dict(zip(_NOTE_FIELDS, values))
     data["path"] = path
-    data["present"] = frozenset([name for name, bit in _PROPERTY_BITS.items() if bits & bit] + others)
+    data["present"] = _present_set(bits, tuple(others))
+    for name in _SHARED_TEXT_FIELDS:
+        data[name] = sys.intern(data[name])
     for name in _DATETIME_FIELDS:
         if data.get(name) is not None:
             data[name] = datetime.fromisoformat(data[name])
     for name in _TUPLE_FIELDS:
         data[name] = tuple(data.get(name) or ())
     return Note(**data)
+
+
+# Fields with a few values shared by many notes: one string each, not one per note.
+_SHARED_TEXT_FIELDS = ("type", "namespace", "status", "tier", "state")
+
+
+@functools.lru_cache(maxsize=1024)
+def _present_set(bits: int, others: tuple[str, ...]) -> frozenset[str]:
+    """One frozenset per distinct set of properties (most notes have the same few): 10k
+    notes held 10k copies, a third of the catalog's memory."""
+    return frozenset([name for name, bit in _PROPERTY_BITS.items() if bits & bit] + list(others))
 
 
 def _folder_and_stem(rel: str) -> tuple[str, str]:
