@@ -276,11 +276,37 @@ def parse(text: str, path: str, defaults: dict) -> Note:
     values = dict(defaults)
     for key in ALL_KEYS:
         if key in data and data[key] is not None and data[key] != "":
-            values[key] = _read_field(path, key, data[key])
+            values[key] = _read_known(path, key, data[key])
         elif key in data and key in ("last_review", "decayed", "step", "stability", "difficulty", "source"):
             values[key] = None if key != "source" else ""
     present = frozenset(k for k in ALL_KEYS + LOOKUP_KEYS if k in data)
     return Note(body=body, path=path, present=present, **values)
+
+
+def _read_known(path: str, key: str, value):
+    """`_read_field`, remembered per (key, kind of value, value): a vault's notes share most
+    values (statuses, tiers, numbers, days), and every read and rewrite reads each of them."""
+    if isinstance(value, list):
+        if not all(type(item) is str for item in value):
+            return _read_field(path, key, value)
+        remembered = (key, list, tuple(value))
+    else:
+        remembered = (key, type(value), value)  # the type: True == 1, but `reps: true` is an error
+    try:
+        return _READ[remembered]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: a map where a value belongs (the read names the problem)
+        return _read_field(path, key, value)
+    found = _read_field(path, key, value)  # a NoteError is not remembered: it names the file
+    if len(_READ) >= _READ_LIMIT:
+        _READ.clear()
+    _READ[remembered] = found
+    return found
+
+
+_READ: dict[tuple, object] = {}  # every value is immutable: str, tuple, bool, int, float, datetime
+_READ_LIMIT = 65536
 
 
 def _read_field(path: str, key: str, value):
@@ -507,7 +533,7 @@ def _safe_read(path: str, key: str, value):
     if value is None or value == "":
         return None if key not in _LIST_KEYS else ()
     try:
-        return _comparable(key, _read_field(path, key, value))
+        return _comparable(key, _read_known(path, key, value))
     except NoteError:
         return object()  # never equal: the property gets rewritten
 
