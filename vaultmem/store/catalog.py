@@ -82,6 +82,8 @@ CREATE INDEX IF NOT EXISTS notes_stem ON notes(stem);
 CREATE INDEX IF NOT EXISTS notes_folder ON notes(folder);
 CREATE INDEX IF NOT EXISTS notes_gen ON notes(gen);
 CREATE INDEX IF NOT EXISTS notes_unindexed ON notes(path) WHERE indexed IS NOT hash;
+-- the unreadable notes (pending_index asks after every change: a scan of 100k rows took 50-120 ms)
+CREATE INDEX IF NOT EXISTS notes_unreadable ON notes(path) WHERE note IS NULL;
 CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL, indexed INTEGER NOT NULL)
     WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS removed_gen ON removed(gen);
