@@ -7,8 +7,11 @@
 
 Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
-plus " [image: <caption>]" when an image was shared, created at its session's
-date and time (UTC), source = its dia_id. Every question with evidence is
+plus " [image: <caption>]" when an image was shared, source = its dia_id, with
+the provenance a real capture has: session = its conversation session, created
+= the session's date and time (UTC) plus one second per turn before it
+(`--same-time`: the session's date for every turn and no session, as before
+2026-12-02). Every question with evidence is
 asked through `vaultmem.search.engine.recall(vault, question, top_k)`, the function
 the CLI calls, and scored by the ranks of its evidence turns.
 
@@ -69,9 +72,15 @@ def sessions(conv: dict) -> list[tuple[int, datetime, list[dict]]]:
     return sorted(out, key=lambda s: s[0])
 
 
-def memories(conv: dict) -> list[h.Memory]:
-    return [h.Memory(turn["dia_id"], turn_text(turn), when)
-            for _n, when, turns in sessions(conv) for turn in turns]
+def memories(conv: dict, name: str = "", ordered: bool = True) -> list[h.Memory]:
+    """One memory per turn. `ordered` (the default protocol) gives each turn the provenance an
+    agent's capture has: its conversation session (`Vault.add(session=...)`) and a distinct time,
+    the session's start plus one second per turn, so the order of the turns is known. Without it
+    (--same-time, the protocol before 2026-12-02) every turn of a session shares its date and has
+    no session."""
+    return [h.Memory(turn["dia_id"], turn_text(turn), when + timedelta(seconds=i) if ordered else when,
+                     f"locomo-{name}-session-{n}" if ordered else "")
+            for n, when, turns in sessions(conv) for i, turn in enumerate(turns)]
 
 
 def normalise_evidence(raw: list, known: set[str]) -> tuple[list[str], list[str]]:
@@ -108,10 +117,10 @@ def load_conversations(data_dir: Path, wanted: list[str] | None) -> list[tuple[s
 
 def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: int | None,
                      stats: dict, reuse: bool = False, log=print,
-                     rerank_words: bool = False) -> tuple[list[h.QueryResult], float, float]:
-    mems = memories(conv)
+                     rerank_words: bool = False, ordered: bool = True) -> tuple[list[h.QueryResult], float, float]:
+    mems = memories(conv, name, ordered)
     known = {m.key for m in mems}
-    last = max(m.created for m in mems)
+    last = max(when for _n, when, _turns in sessions(conv))  # the last session's date, whatever the protocol
     h.pin_clock(last + timedelta(days=1))
     built = h.build_vault(workdir / f"conv-{name}", mems, namespace=NAMESPACE, reuse=reuse)
     if rerank_words:  # as `recall.rerank_words: true` in the vault's config.yaml
@@ -149,6 +158,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", dest="json_out", help="write per-question results to this file")
     ap.add_argument("--rerank-words", action="store_true",
                     help="recall with recall.rerank_words on (search/rerank.py)")
+    ap.add_argument("--same-time", action="store_true",
+                    help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")
@@ -166,7 +177,8 @@ def main(argv: list[str] | None = None) -> dict:
         workdir.mkdir(parents=True, exist_ok=True)
         for name, conv in convs:
             res, a, w = run_conversation(name, conv, workdir, args.top_k, args.limit_questions, stats,
-                                         reuse=args.vault_dir is not None, rerank_words=args.rerank_words)
+                                         reuse=args.vault_dir is not None, rerank_words=args.rerank_words,
+                                         ordered=not args.same_time)
             results += res
             if a:
                 add_s.append(a)
