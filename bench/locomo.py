@@ -189,11 +189,17 @@ def main(argv: list[str] | None = None) -> dict:
             for label, rs in h.grouped(results, order=list(CATEGORIES))]
     print(h.markdown_table(rows, COLUMNS))
     print()
+    by_conversation = [(f"conversation {n}", h.summarize([r for r in results if r.group == n], COLUMNS))
+                       for n, _c in convs]
+    if len(by_conversation) > 1:  # a gain should hold on each conversation, not on average only
+        print(h.markdown_table(by_conversation, COLUMNS))
+        print()
     print(h.timing_line(results, add_s, warm_s, what="conversation") + f"; total {total:.0f} s")
     print(f"skipped: {stats['no_evidence']} questions without evidence, {stats['unresolvable']} with no "
           f"resolvable evidence id; {stats['bad_ids']} evidence ids dropped"
           + (f" ({'; '.join(stats['bad_examples'])})" if stats["bad_examples"] else ""))
-    summary = {"rows": dict(rows), "skipped": {k: v for k, v in stats.items() if k != "bad_examples"},
+    summary = {"rows": dict(rows), "by_conversation": dict(by_conversation),
+               "skipped": {k: v for k, v in stats.items() if k != "bad_examples"},
                "bad_examples": stats["bad_examples"], "top_k": args.top_k,
                "conversations": [n for n, _ in convs], "total_s": total}
     return h.finish(summary, results, args.json_out)

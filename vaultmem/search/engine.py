@@ -84,6 +84,9 @@ TIME_WINDOW_BOOST = 1.25
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
 SESSION_CONTEXT_WEIGHT = 0.1
 SESSION_WINDOW_S = 3600.0
+# Neighbour context (search/neighbours.py): the successors of this many of the best of each
+# ranking become candidates too (all ~60: +5 ms a query at 10k on a busy machine).
+NEIGHBOUR_EXPANSION = 10
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
@@ -468,10 +471,12 @@ class RecallEngine:
         return cosines
 
     def _add_successors(self, cosines: dict[str, float], vector, mask, lexical: list[str]) -> None:
-        """Make the memory said right after each candidate a candidate too (with its cosine), so
-        a reply can be ranked by the question it answers (with_neighbour_context)."""
+        """Make the memory said right after each of the best candidates of both rankings a
+        candidate too (with its cosine), so a reply can be ranked by the question it answers
+        (with_neighbour_context)."""
         view = self._view
-        for path in [*cosines, *lexical]:
+        best = [*list(cosines)[:NEIGHBOUR_EXPANSION], *lexical[:NEIGHBOUR_EXPANSION]]
+        for path in best:
             after = self._order.successor(path)
             if after and after not in cosines and (slot := view.slot(after)) is not None and mask[slot] \
                     and (row := view.row(after)) is not None:
