@@ -4,6 +4,7 @@
     python bench/locomo.py --conversations 26,30 --limit-questions 20
     python bench/locomo.py --json /tmp/locomo.json      # per-question ranks too
     python bench/locomo.py --rerank-words               # with recall.rerank_words on
+    python bench/locomo.py --neighbour-weight 0         # without neighbour context
 
 Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
@@ -148,6 +149,15 @@ def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: in
     return results, built.add_s, warm
 
 
+def set_neighbour_weight(weight: float) -> None:
+    """Recall with another neighbour share (0: the ranking without neighbour context), for this process."""
+    from vaultmem.search import engine, neighbours
+
+    neighbours.NEIGHBOUR_WEIGHT = weight
+    if weight == 0:
+        engine.NEIGHBOUR_EXPANSION = 0
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -160,11 +170,16 @@ def main(argv: list[str] | None = None) -> dict:
                     help="recall with recall.rerank_words on (search/rerank.py)")
     ap.add_argument("--same-time", action="store_true",
                     help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
+    ap.add_argument("--neighbour-weight", type=float,
+                    help="neighbour context's share (search/neighbours.py; default its NEIGHBOUR_WEIGHT; "
+                         "0: none, and no neighbours added as candidates)")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")
     args = ap.parse_args(argv)
 
+    if args.neighbour_weight is not None:
+        set_neighbour_weight(args.neighbour_weight)
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     convs = load_conversations(args.data, wanted)
     stats = {"no_evidence": 0, "bad_ids": 0, "unresolvable": 0, "bad_examples": []}

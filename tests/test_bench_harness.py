@@ -176,6 +176,16 @@ def test_locomo_same_time_is_the_protocol_before_turns_had_an_order(locomo_dir, 
     assert not any(n.sessions[0].startswith("locomo-") for n in notes.values())
 
 
+def test_locomo_neighbour_weight_sets_the_share_for_the_run(locomo_dir, monkeypatch):
+    from vaultmem.search import engine, neighbours
+
+    monkeypatch.setattr(neighbours, "NEIGHBOUR_WEIGHT", neighbours.NEIGHBOUR_WEIGHT)  # restored after the test
+    monkeypatch.setattr(engine, "NEIGHBOUR_EXPANSION", engine.NEIGHBOUR_EXPANSION)
+    monkeypatch.setattr(harness, "recall", scripted_recall(SCRIPT))
+    locomo.main(["--data", str(locomo_dir), "--limit-questions", "1", "--neighbour-weight", "0"])
+    assert (neighbours.NEIGHBOUR_WEIGHT, engine.NEIGHBOUR_EXPANSION) == (0, 0)
+
+
 def test_locomo_parsing():
     assert locomo.parse_datetime("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
     assert locomo.parse_datetime("12:19 am on 4 January, 2024") == datetime(2024, 1, 4, 0, 19, tzinfo=timezone.utc)
