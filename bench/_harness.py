@@ -171,6 +171,7 @@ class Memory:
     key: str          # the dataset's id of this turn (goes into `source` too)
     text: str
     created: datetime  # aware UTC
+    session: str = ""  # the conversation session it was said in (provenance, as an agent's capture gives)
 
 
 @dataclass
@@ -217,7 +218,7 @@ def build_vault(root: Path, memories: Sequence[Memory], namespace: str = NAMESPA
     t0 = time.perf_counter()
     for m in memories:
         note = vault.add(m.text, namespace=namespace, created=m.created, source=m.key, supersede=False, merge=False,
-                         redact=True).note
+                         redact=True, session=m.session or None).note
         ids[m.key] = note.id
     add_s = time.perf_counter() - t0
     if reuse:
@@ -230,7 +231,7 @@ def _fingerprint(memories: Sequence[Memory], namespace: str) -> str:
 
     h = hashlib.sha256(namespace.encode())
     for m in memories:
-        h.update(f"\x00{m.key}\x01{m.text}\x02{m.created.isoformat()}".encode())
+        h.update(f"\x00{m.key}\x01{m.text}\x02{m.created.isoformat()}\x03{m.session}".encode())
     return h.hexdigest()
 
 

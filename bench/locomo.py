@@ -4,11 +4,15 @@
     python bench/locomo.py --conversations 26,30 --limit-questions 20
     python bench/locomo.py --json /tmp/locomo.json      # per-question ranks too
     python bench/locomo.py --rerank-words               # with recall.rerank_words on
+    python bench/locomo.py --neighbour-weight 0         # without neighbour context
 
 Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
-plus " [image: <caption>]" when an image was shared, created at its session's
-date and time (UTC), source = its dia_id. Every question with evidence is
+plus " [image: <caption>]" when an image was shared, source = its dia_id, with
+the provenance a real capture has: session = its conversation session, created
+= the session's date and time (UTC) plus one second per turn before it
+(`--same-time`: the session's date for every turn and no session, as before
+2026-12-02). Every question with evidence is
 asked through `vaultmem.search.engine.recall(vault, question, top_k)`, the function
 the CLI calls, and scored by the ranks of its evidence turns.
 
@@ -69,9 +73,15 @@ def sessions(conv: dict) -> list[tuple[int, datetime, list[dict]]]:
     return sorted(out, key=lambda s: s[0])
 
 
-def memories(conv: dict) -> list[h.Memory]:
-    return [h.Memory(turn["dia_id"], turn_text(turn), when)
-            for _n, when, turns in sessions(conv) for turn in turns]
+def memories(conv: dict, name: str = "", ordered: bool = True) -> list[h.Memory]:
+    """One memory per turn. `ordered` (the default protocol) gives each turn the provenance an
+    agent's capture has: its conversation session (`Vault.add(session=...)`) and a distinct time,
+    the session's start plus one second per turn, so the order of the turns is known. Without it
+    (--same-time, the protocol before 2026-12-02) every turn of a session shares its date and has
+    no session."""
+    return [h.Memory(turn["dia_id"], turn_text(turn), when + timedelta(seconds=i) if ordered else when,
+                     f"locomo-{name}-session-{n}" if ordered else "")
+            for n, when, turns in sessions(conv) for i, turn in enumerate(turns)]
 
 
 def normalise_evidence(raw: list, known: set[str]) -> tuple[list[str], list[str]]:
@@ -108,10 +118,10 @@ def load_conversations(data_dir: Path, wanted: list[str] | None) -> list[tuple[s
 
 def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: int | None,
                      stats: dict, reuse: bool = False, log=print,
-                     rerank_words: bool = False) -> tuple[list[h.QueryResult], float, float]:
-    mems = memories(conv)
+                     rerank_words: bool = False, ordered: bool = True) -> tuple[list[h.QueryResult], float, float]:
+    mems = memories(conv, name, ordered)
     known = {m.key for m in mems}
-    last = max(m.created for m in mems)
+    last = max(when for _n, when, _turns in sessions(conv))  # the last session's date, whatever the protocol
     h.pin_clock(last + timedelta(days=1))
     built = h.build_vault(workdir / f"conv-{name}", mems, namespace=NAMESPACE, reuse=reuse)
     if rerank_words:  # as `recall.rerank_words: true` in the vault's config.yaml
@@ -139,6 +149,15 @@ def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: in
     return results, built.add_s, warm
 
 
+def set_neighbour_weight(weight: float) -> None:
+    """Recall with another neighbour share (0: the ranking without neighbour context), for this process."""
+    from vaultmem.search import engine, neighbours
+
+    neighbours.NEIGHBOUR_WEIGHT = weight
+    if weight == 0:
+        engine.NEIGHBOUR_EXPANSION = 0
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -149,11 +168,18 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", dest="json_out", help="write per-question results to this file")
     ap.add_argument("--rerank-words", action="store_true",
                     help="recall with recall.rerank_words on (search/rerank.py)")
+    ap.add_argument("--same-time", action="store_true",
+                    help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
+    ap.add_argument("--neighbour-weight", type=float,
+                    help="neighbour context's share (search/neighbours.py; default its NEIGHBOUR_WEIGHT; "
+                         "0: none, and no neighbours added as candidates)")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")
     args = ap.parse_args(argv)
 
+    if args.neighbour_weight is not None:
+        set_neighbour_weight(args.neighbour_weight)
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     convs = load_conversations(args.data, wanted)
     stats = {"no_evidence": 0, "bad_ids": 0, "unresolvable": 0, "bad_examples": []}
@@ -166,7 +192,8 @@ def main(argv: list[str] | None = None) -> dict:
         workdir.mkdir(parents=True, exist_ok=True)
         for name, conv in convs:
             res, a, w = run_conversation(name, conv, workdir, args.top_k, args.limit_questions, stats,
-                                         reuse=args.vault_dir is not None, rerank_words=args.rerank_words)
+                                         reuse=args.vault_dir is not None, rerank_words=args.rerank_words,
+                                         ordered=not args.same_time)
             results += res
             if a:
                 add_s.append(a)
@@ -177,11 +204,17 @@ def main(argv: list[str] | None = None) -> dict:
             for label, rs in h.grouped(results, order=list(CATEGORIES))]
     print(h.markdown_table(rows, COLUMNS))
     print()
+    by_conversation = [(f"conversation {n}", h.summarize([r for r in results if r.group == n], COLUMNS))
+                       for n, _c in convs]
+    if len(by_conversation) > 1:  # a gain should hold on each conversation, not on average only
+        print(h.markdown_table(by_conversation, COLUMNS))
+        print()
     print(h.timing_line(results, add_s, warm_s, what="conversation") + f"; total {total:.0f} s")
     print(f"skipped: {stats['no_evidence']} questions without evidence, {stats['unresolvable']} with no "
           f"resolvable evidence id; {stats['bad_ids']} evidence ids dropped"
           + (f" ({'; '.join(stats['bad_examples'])})" if stats["bad_examples"] else ""))
-    summary = {"rows": dict(rows), "skipped": {k: v for k, v in stats.items() if k != "bad_examples"},
+    summary = {"rows": dict(rows), "by_conversation": dict(by_conversation),
+               "skipped": {k: v for k, v in stats.items() if k != "bad_examples"},
                "bad_examples": stats["bad_examples"], "top_k": args.top_k,
                "conversations": [n for n, _ in convs], "total_s": total}
     return h.finish(summary, results, args.json_out)

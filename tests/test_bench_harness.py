@@ -155,11 +155,35 @@ def test_locomo_memories_through_the_api(locomo_dir, tmp_path, monkeypatch):
     assert len(notes) == 8
     assert notes["D1:3"].text.strip() == "Ann: Here is Miso on the sofa. [image: a photo of a grey cat on a couch]"
     assert notes["D1:1"].namespace == "locomo"
-    assert notes["D2:4"].created == datetime(2023, 6, 21, 9, 5, tzinfo=timezone.utc)
+    # As an agent's capture: the turn's session, and the session's time plus one second per turn before it.
+    assert notes["D2:4"].created == datetime(2023, 6, 21, 9, 5, 3, tzinfo=timezone.utc)
+    assert notes["D2:4"].sessions == ("locomo-7-session-2",) and notes["D1:1"].sessions == ("locomo-7-session-1",)
     # A second run reuses the vault instead of adding again.
     again = locomo.main(["--data", str(locomo_dir), "--vault-dir", str(vaults), "--limit-questions", "1"])
     assert again["rows"]["overall"]["n"] == 1
     assert len(Vault(vaults / "conv-7").notes()) == 8
+
+
+def test_locomo_same_time_is_the_protocol_before_turns_had_an_order(locomo_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "recall", scripted_recall(SCRIPT))
+    vaults = tmp_path / "vaults"
+    locomo.main(["--data", str(locomo_dir), "--vault-dir", str(vaults), "--limit-questions", "1", "--same-time"])
+    from vaultmem import Vault
+
+    notes = {n.source: n for n in Vault(vaults / "conv-7").notes()}
+    session_2 = {n.created for k, n in notes.items() if k.startswith("D2:")}
+    assert session_2 == {datetime(2023, 6, 21, 9, 5, tzinfo=timezone.utc)}
+    assert not any(n.sessions[0].startswith("locomo-") for n in notes.values())
+
+
+def test_locomo_neighbour_weight_sets_the_share_for_the_run(locomo_dir, monkeypatch):
+    from vaultmem.search import engine, neighbours
+
+    monkeypatch.setattr(neighbours, "NEIGHBOUR_WEIGHT", neighbours.NEIGHBOUR_WEIGHT)  # restored after the test
+    monkeypatch.setattr(engine, "NEIGHBOUR_EXPANSION", engine.NEIGHBOUR_EXPANSION)
+    monkeypatch.setattr(harness, "recall", scripted_recall(SCRIPT))
+    locomo.main(["--data", str(locomo_dir), "--limit-questions", "1", "--neighbour-weight", "0"])
+    assert (neighbours.NEIGHBOUR_WEIGHT, engine.NEIGHBOUR_EXPANSION) == (0, 0)
 
 
 def test_locomo_parsing():

@@ -21,7 +21,10 @@ decides and memory state only breaks near-ties:
                                                 0.9 for a never-graded note)
     time       = 1.25 if the note was created in a window the query names
                  ("last spring", "in March 2024"), else 1
-    score      = relevance * (0.8 + 0.2 * confidence) * time
+    own        = relevance * (0.8 + 0.2 * confidence) * time
+    score      = own + 0.3 * own of the memory said just before it in its session
+                   (neighbour context: search/neighbours.py; the memory said right
+                    after each of the best candidates is a candidate too)
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
                  (+ 0.3 * word-by-word alignment for the 10 best, when
@@ -66,6 +69,7 @@ from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, heading
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
+from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
 from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
@@ -83,6 +87,9 @@ TIME_WINDOW_BOOST = 1.25
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
 SESSION_CONTEXT_WEIGHT = 0.1
 SESSION_WINDOW_S = 3600.0
+# Neighbour context (search/neighbours.py): the successors of this many of the best of each
+# ranking become candidates too (all ~60: +5 ms a query at 10k on a busy machine).
+NEIGHBOUR_EXPANSION = 10
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
@@ -152,6 +159,7 @@ class RecallEngine:
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = _View()
+        self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
 
     # ------------------------------------------------------------ model
 
@@ -236,6 +244,7 @@ class RecallEngine:
         embedded = indexed = 0
         if self._gen < 0 or rebuild:
             self._view = _View.of(catalog.summaries())
+            self._order = SessionOrder.of(catalog.session_order())
             changed: dict[str, Note] = {}
             removed: list[str] = []
             fresh_view = True
@@ -244,9 +253,11 @@ class RecallEngine:
             gen, changed, removed = catalog.changes_since(self._gen)
             for path in removed:
                 self._view.drop(path)
+                self._order.drop(path)
                 self._unindexed.pop(path, None)
             for path, note in changed.items():
                 self._view.put(path, note.id, note.type, note.namespace, note.status)
+                self._order.put(path, note.sessions[0] if note.sessions else None, note.created)
                 self._unindexed[path] = note
             fresh_view = False
         if gen != self._gen or rebuild:
@@ -433,9 +444,11 @@ class RecallEngine:
             query_vector = self.embedder.embed([query], kind="query")[0]
             floor = getattr(self.embedder, "min_similarity", 0.0)
             cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor)
+            self._add_successors(cosines, query_vector, mask, [p for p, _s, _c in lexical_paths])
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
+        fused = with_neighbour_context(fused, self._order.predecessor)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
@@ -459,6 +472,18 @@ class RecallEngine:
             if path not in cosines and (row := view.row(path)) is not None:
                 cosines[path] = float(self.vectors.vector(row) @ vector)
         return cosines
+
+    def _add_successors(self, cosines: dict[str, float], vector, mask, lexical: list[str]) -> None:
+        """Make the memory said right after each of the best candidates of both rankings a
+        candidate too (with its cosine), so a reply can be ranked by the question it answers
+        (with_neighbour_context)."""
+        view = self._view
+        best = [*list(cosines)[:NEIGHBOUR_EXPANSION], *lexical[:NEIGHBOUR_EXPANSION]]
+        for path in best:
+            after = self._order.successor(path)
+            if after and after not in cosines and (slot := view.slot(after)) is not None and mask[slot] \
+                    and (row := view.row(after)) is not None:
+                cosines[after] = float(self.vectors.vector(row) @ vector)
 
     def _vector_of(self, path: str):
         row = self._view.row(path)

@@ -490,6 +490,14 @@ class Catalog:
         return list(self.db.execute(
             "SELECT path, id, type, namespace, status, hash FROM notes WHERE note IS NOT NULL"))
 
+    def session_order(self) -> list[tuple[str, str, str]]:
+        """(path, first session, created) of every readable note that has a session: the order
+        of a conversation's memories (search/neighbours.py), read without parsing the notes."""
+        sessions, created = _NOTE_FIELDS.index("sessions"), _NOTE_FIELDS.index("created")
+        return list(self.db.execute(
+            f"SELECT path, json_extract(note, '$[{sessions}][0]'), json_extract(note, '$[{created}]') FROM notes "
+            f"WHERE note IS NOT NULL AND json_extract(note, '$[{sessions}][0]') IS NOT NULL"))
+
     def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
         return dict(rows_in(self.db, "SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL",
                             paths))

@@ -1,0 +1,71 @@
+"""What neighbour context (search/neighbours.py) costs recall, A/B in one process.
+
+    python bench/recall_perf.py --sizes 10000       # first, to have the 10k synthetic vault, then:
+    python bench/neighbour_cost.py /tmp/vaultmem-bench/10000-s1234
+
+recall_perf's synthetic notes have no session, so this gives the warm engine an order
+as if they had been captured in conversations of RUN notes each (consecutive paths,
+one second apart): every candidate then has neighbours, the worst case. Each of
+recall_perf's 50 queries is asked with that order and with none (no neighbour
+context), alternately, twice; prints p50/p95 of both and the median of the paired
+differences (robust to a busy machine). Reads the vault, writes nothing but its caches.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from recall_perf import pct, queries  # noqa: E402
+
+RUN = 20  # notes per synthetic conversation
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("vault", type=Path)
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args(argv)
+    os.environ["VAULTMEM_NO_SERVER"] = "1"
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.search.neighbours import SessionOrder
+    from vaultmem.vault import Vault
+
+    engine = RecallEngine(Vault(args.vault))
+    engine.sync()
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    paths = sorted(p for p, *_rest in engine.vault.catalog().summaries())
+    ordered = SessionOrder.of((p, f"synthetic-{i // RUN}", start + timedelta(seconds=i)) for i, p in enumerate(paths))
+    orders = {False: SessionOrder(), True: ordered}
+    qs = queries(args.seed, 50)
+    for q in qs[:5]:
+        engine.recall(q, top_k=5, sync=False)
+    ms: dict[bool, list[float]] = {False: [], True: []}
+    for round_ in range(2):
+        for i, q in enumerate(qs):
+            for on in ((False, True) if (i + round_) % 2 else (True, False)):
+                engine._order = orders[on]
+                t0 = time.perf_counter()
+                engine.recall(q, top_k=5, sync=False)
+                ms[on].append((time.perf_counter() - t0) * 1000)
+    paired = statistics.median(b - a for a, b in zip(ms[False], ms[True]))
+    print(f"vault {args.vault}: {len(paths)} notes in conversations of {RUN}; load average "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
+    print("| recall (warm, in-process, top 5) | p50 ms | p95 ms |")
+    print("|---|---:|---:|")
+    for on, name in ((False, "without neighbour context"), (True, "with it")):
+        print(f"| {name} | {statistics.median(ms[on]):.1f} | {pct(ms[on], 95):.1f} |")
+    print(f"\npaired difference (median): {paired:+.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
