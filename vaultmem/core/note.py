@@ -306,7 +306,7 @@ def _read_known(path: str, key: str, value):
 
 
 _READ: dict[tuple, object] = {}  # every value is immutable: str, tuple, bool, int, float, datetime
-_READ_LIMIT = 65536
+_READ_LIMIT = 8192
 
 
 def _read_field(path: str, key: str, value):
