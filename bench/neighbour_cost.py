@@ -17,14 +17,13 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recall_perf import pct, queries  # noqa: E402
+from recall_perf import paired_ab, pct, queries  # noqa: E402
 
 RUN = 20  # notes per synthetic conversation
 
@@ -46,16 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ordered = SessionOrder.of((p, f"synthetic-{i // RUN}", start + timedelta(seconds=i)) for i, p in enumerate(paths))
     orders = {False: SessionOrder(), True: ordered}
     qs = queries(args.seed, 50)
-    for q in qs[:5]:
-        engine.recall(q, top_k=5, sync=False)
-    ms: dict[bool, list[float]] = {False: [], True: []}
-    for round_ in range(2):
-        for i, q in enumerate(qs):
-            for on in ((False, True) if (i + round_) % 2 else (True, False)):
-                engine._order = orders[on]
-                t0 = time.perf_counter()
-                engine.recall(q, top_k=5, sync=False)
-                ms[on].append((time.perf_counter() - t0) * 1000)
+    ms, _found = paired_ab(engine, qs, lambda on: setattr(engine, "_order", orders[on]))
     paired = statistics.median(b - a for a, b in zip(ms[False], ms[True]))
     print(f"vault {args.vault}: {len(paths)} notes in conversations of {RUN}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")

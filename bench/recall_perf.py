@@ -601,6 +601,26 @@ class Watcher:
 
 # ================================================================ measurements
 
+def paired_ab(engine, qs: list[str], arm, rounds: int = 2) -> tuple[dict, dict]:
+    """Recall each query under both arms, alternating which goes first (query by query and
+    round by round, so the machine's drift hits both): `arm(on)` switches the engine.
+    Returns ({arm: [ms]}, {arm: hits of each query in the first round})."""
+    for q in qs[:5]:
+        engine.recall(q, top_k=5, sync=False)
+    ms: dict[bool, list[float]] = {False: [], True: []}
+    found: dict[bool, list] = {False: [], True: []}
+    for round_ in range(rounds):
+        for i, q in enumerate(qs):
+            for on in ((False, True) if (i + round_) % 2 else (True, False)):
+                arm(on)
+                start = time.perf_counter()
+                hits = engine.recall(q, top_k=5, sync=False)
+                ms[on].append((time.perf_counter() - start) * 1000)
+                if round_ == 0:
+                    found[on].append(hits)
+    return ms, found
+
+
 def pct(values: list[float], p: float) -> float:
     if not values:
         return float("nan")

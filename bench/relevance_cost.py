@@ -17,13 +17,12 @@ import argparse
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recall_perf import pct, queries  # noqa: E402
+from recall_perf import paired_ab, pct, queries  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,19 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"the model has no word-by-word check: {engine.model_problem or engine.embedder}")
     agreement = engine.embedder.min_agreement
     qs = queries(args.seed, 50)
-    for q in qs[:5]:
-        engine.recall(q, top_k=5, sync=False)
-    ms: dict[bool, list[float]] = {False: [], True: []}
-    found: dict[bool, list] = {False: [], True: []}
-    for round_ in range(2):
-        for i, q in enumerate(qs):
-            for check in ((False, True) if (i + round_) % 2 else (True, False)):
-                engine.embedder.min_agreement = agreement if check else None
-                start = time.perf_counter()
-                hits = engine.recall(q, top_k=5, sync=False)
-                ms[check].append((time.perf_counter() - start) * 1000)
-                if round_ == 0:
-                    found[check].append(hits)
+    ms, found = paired_ab(engine, qs, lambda on: setattr(engine.embedder, "min_agreement", agreement if on else None))
     engine.embedder.min_agreement = agreement
     paired = statistics.median(b - a for a, b in zip(ms[False], ms[True]))
     ran = sum(any("agreement" in h.signals for h in with_) or (bool(without) and not with_)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from vaultmem.core.model import Note
 from vaultmem.search.safe_whoosh import harden
+from vaultmem.search.whoosh_buffers import read_in_place
 
 SCHEMA_VERSION = 6
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
@@ -131,6 +132,7 @@ class Bm25Index:
         if self._ix is not None:
             return True
         harden()
+        read_in_place()
         try:
             if not ((self.folder / "version").is_file()
                     and (self.folder / "version").read_text().strip() == str(SCHEMA_VERSION)):
