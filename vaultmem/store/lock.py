@@ -11,6 +11,7 @@ the system tells (Linux's /proc/locks), which process holds it.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,11 +49,15 @@ class WriteLock:
         self.path = Path(path)
         self.wait = lock_wait() if wait is None else wait
         self._lock = FileLock(str(self.path), timeout=self.wait)
+        self._nested = threading.local()  # .depth: takes inside this thread's own hold
 
     def acquire(self, wait: float | None = None) -> None:
         """Take the lock, waiting at most `wait` seconds (default: the lock's wait)."""
         from filelock import Timeout
 
+        if self._lock.is_locked:  # this thread holds it (a batch's adds): no trip through filelock
+            self._nested.depth = getattr(self._nested, "depth", 0) + 1
+            return
         wait = self.wait if wait is None else wait
         started = time.monotonic()
         try:
@@ -61,6 +66,9 @@ class WriteLock:
             raise LockTimeout(self.path, time.monotonic() - started, lock_holder(self.path)) from None
 
     def release(self) -> None:
+        if getattr(self._nested, "depth", 0):
+            self._nested.depth -= 1
+            return
         self._lock.release()
 
     @property
