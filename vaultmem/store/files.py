@@ -140,12 +140,8 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
             break
         tmp = _temp_copy(path, data, stat.S_IMODE(seen.st_mode))
         try:
-            if _same_file(os.stat(path), seen):
-                placed, save = _swap_in(tmp, path, seen)
-                if placed:
-                    break
-                if save is not None:
-                    displaced.append(Displaced(exposed=new, save=save))
+            if _place(tmp, path, seen, new, displaced):
+                break
         finally:
             _unlink(tmp)
     if not in_batch():  # in a batch, the rename is made durable by the batch's one sync
@@ -237,12 +233,8 @@ def rewrite_many(jobs: list[Job]) -> list[tuple[str, str] | Exception]:
     for number, path, tmp, seen in staged:
         displaced = []
         try:
-            if _same_file(os.stat(path), seen):
-                placed, save = _swap_in(tmp, path, seen)
-                if placed:
-                    continue
-                if save is not None:
-                    displaced.append(Displaced(exposed=results[number][1], save=save))
+            if _place(tmp, path, seen, results[number][1], displaced):
+                continue
         except OSError as exc:
             results[number] = exc
             continue
@@ -282,6 +274,17 @@ def _libc_syncfs():
 
 
 _SYNCFS = None
+
+
+def _place(tmp: Path, path: Path, seen: os.stat_result, exposed: str, displaced: list[Displaced]) -> bool:
+    """Put `tmp` (our text `exposed`) at `path` if the file there is still `seen`; True if
+    it went in. A save it swapped out on the way is added to `displaced` (see `rewrite`)."""
+    if not _same_file(os.stat(path), seen):
+        return False
+    placed, save = _swap_in(tmp, path, seen)
+    if not placed and save is not None:
+        displaced.append(Displaced(exposed=exposed, save=save))
+    return placed
 
 
 def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> tuple[bool, bytes | None]:
