@@ -72,13 +72,17 @@ class SessionOrder:
         if not items:
             del self._sessions[place[0]]
 
+    def _where(self, path: str) -> tuple[list[tuple[float, str]], float] | None:
+        """(its session's memories in order, its own time), or None for a memory with no order."""
+        place = self._place.get(path)
+        return None if place is None else (self._sessions[place[0]], place[1])
+
     def predecessor(self, path: str) -> str | None:
         """The memory said last before `path` in its session (at an earlier second, within the gap)."""
-        place = self._place.get(path)
-        if place is None:
+        where = self._where(path)
+        if where is None:
             return None
-        session, when = place
-        items = self._sessions[session]
+        items, when = where
         i = bisect.bisect_left(items, (when, ""))
         if i == 0:
             return None
@@ -92,11 +96,10 @@ class SessionOrder:
 
     def successor(self, path: str) -> str | None:
         """The memory whose predecessor `path` is, if any."""
-        place = self._place.get(path)
-        if place is None:
+        where = self._where(path)
+        if where is None:
             return None
-        session, when = place
-        items = self._sessions[session]
+        items, when = where
         i = bisect.bisect_right(items, (when, "\U0010ffff"))
         after = items[i][1] if i < len(items) else None
         return after if after and self.predecessor(after) == path else None
