@@ -13,7 +13,6 @@ differences (robust to a busy machine). Reads the vault, writes nothing but its 
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -23,23 +22,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recall_perf import paired_ab, pct, queries  # noqa: E402
+from recall_perf import ab_engine, paired_ab, pct, queries  # noqa: E402
 
 RUN = 20  # notes per synthetic conversation
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("vault", type=Path)
-    ap.add_argument("--seed", type=int, default=1234)
-    args = ap.parse_args(argv)
-    os.environ["VAULTMEM_NO_SERVER"] = "1"
-    from vaultmem.search.engine import RecallEngine
+    args, engine = ab_engine(argv, __doc__.splitlines()[0])
     from vaultmem.search.neighbours import SessionOrder
-    from vaultmem.vault import Vault
 
-    engine = RecallEngine(Vault(args.vault))
-    engine.sync()
     start = datetime(2026, 1, 1, tzinfo=timezone.utc)
     paths = sorted(p for p, *_rest in engine.vault.catalog().summaries())
     ordered = SessionOrder.of((p, f"synthetic-{i // RUN}", start + timedelta(seconds=i)) for i, p in enumerate(paths))

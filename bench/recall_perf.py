@@ -601,6 +601,22 @@ class Watcher:
 
 # ================================================================ measurements
 
+def ab_engine(argv: list[str] | None, description: str):
+    """(args, a synced in-process RecallEngine) for a paired A/B script: `VAULT [--seed N]`,
+    no watcher in the way."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("vault", type=Path)
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args(argv)
+    os.environ["VAULTMEM_NO_SERVER"] = "1"
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.vault import Vault
+
+    engine = RecallEngine(Vault(args.vault))
+    engine.sync()
+    return args, engine
+
+
 def paired_ab(engine, qs: list[str], arm, rounds: int = 2) -> tuple[dict, dict]:
     """Recall each query under both arms, alternating which goes first (query by query and
     round by round, so the machine's drift hits both): `arm(on)` switches the engine.

@@ -13,7 +13,6 @@ and how many came back empty. Reads the vault, writes nothing but its caches.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -22,20 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from recall_perf import paired_ab, pct, queries  # noqa: E402
+from recall_perf import ab_engine, paired_ab, pct, queries  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("vault", type=Path)
-    ap.add_argument("--seed", type=int, default=1234)
-    args = ap.parse_args(argv)
-    os.environ["VAULTMEM_NO_SERVER"] = "1"
-    from vaultmem.search.engine import RecallEngine
-    from vaultmem.vault import Vault
-
-    engine = RecallEngine(Vault(args.vault))
-    engine.sync()
+    args, engine = ab_engine(argv, __doc__.splitlines()[0])
     if engine.embedder is None or getattr(engine.embedder, "min_agreement", None) is None:
         raise SystemExit(f"the model has no word-by-word check: {engine.model_problem or engine.embedder}")
     agreement = engine.embedder.min_agreement
