@@ -232,3 +232,17 @@ def test_a_folder_changed_in_the_last_instant_is_listed_again_next_time(vault_di
     os.utime(settled, ns=(now - 10**9, now - 10**9))
     _files, folders = _scan(vault_dir)
     assert folders["memories/fresh"] == -1 and folders["memories/settled"] == now - 10**9
+
+
+def test_notes_that_start_alike_take_the_next_free_number_and_never_a_taken_name(vault):
+    stem = "the-deploy-checklist-for-atlas"
+    paths = [vault.add(f"The deploy checklist for Atlas, version {i}", "work", title="The deploy checklist for Atlas",
+                       merge=False, supersede=False).note.path for i in range(4)]
+    assert [p.rsplit("/", 1)[1] for p in paths] == [f"{stem}.md", f"{stem}-2.md", f"{stem}-3.md", f"{stem}-4.md"]
+    # A name the catalog has not seen yet (a person's file made a moment ago) is still never replaced,
+    # and a longer name that merely starts alike does not count as taken.
+    (vault.root / f"memories/work/{stem}-5.md").write_text("---\nid: handmade\n---\nmine\n")
+    vault.add("Another", "work", title="The deploy checklist for Atlas 2026", merge=False, supersede=False)
+    added = vault.add("And one more", "work", title="The deploy checklist for Atlas", merge=False, supersede=False)
+    assert added.note.path.endswith(f"{stem}-6.md")
+    assert (vault.root / f"memories/work/{stem}-5.md").read_text().endswith("mine\n")

@@ -486,7 +486,8 @@ class Vault:
         self._check_inside(folder)
         catalog = self.catalog(refresh=False)
         for _attempt in range(WRITE_RETRIES):
-            name = _free_stem(stem, lambda s: catalog.stem_taken(s) or (self.root / f"{folder}/{s}.md").exists())
+            catalogued = catalog.stems_numbered(stem)
+            name = _free_stem(stem, lambda s: s in catalogued or (self.root / f"{folder}/{s}.md").exists())
             rel = f"{folder}/{name}.md"
             note = replace(note, path=rel)
             text = render(note)

@@ -34,6 +34,7 @@ Pure: stdlib `re` only, no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -252,6 +253,25 @@ _PHONES: list[Rule] = [
 
 
 def scan(text: str, policy: Policy = Policy()) -> list[Finding]:
+    """Findings sorted by start and not overlapping (see _scan). Short texts (a
+    namespace, a session, a tag: the same few values on every add of a batch) are
+    answered from a memo; nothing is found in an empty one."""
+    if not text:
+        return []
+    if len(text) <= _MEMO_CHARS:
+        return list(_scan_short(text, policy))
+    return _scan(text, policy)
+
+
+_MEMO_CHARS = 200
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan_short(text: str, policy: Policy) -> tuple[Finding, ...]:
+    return tuple(_scan(text, policy))
+
+
+def _scan(text: str, policy: Policy) -> list[Finding]:
     """Findings sorted by start and not overlapping.
 
     Where two overlap, the longer one (the earlier rule on a tie) gives the

@@ -451,6 +451,13 @@ class Catalog:
     def stem_taken(self, stem: str) -> bool:
         return self.db.execute("SELECT 1 FROM notes WHERE stem = ? LIMIT 1", (stem,)).fetchone() is not None
 
+    def stems_numbered(self, stem: str) -> set[str]:
+        """`stem` and the `stem-N` names taken, in one indexed lookup (a new note's name is the
+        first free one: many notes that start alike would otherwise cost a query per number)."""
+        literal = "".join(f"[{c}]" if c in "*?[" else c for c in stem)  # GLOB's own characters, as themselves
+        return {row[0] for row in self.db.execute(
+            "SELECT stem FROM notes WHERE stem = ? OR stem GLOB ?", (stem, f"{literal}-[0-9]*"))}
+
     def id_taken(self, note_id: str) -> bool:
         return self.db.execute("SELECT 1 FROM notes WHERE id = ? LIMIT 1", (note_id,)).fetchone() is not None
 

@@ -88,6 +88,7 @@ class Ledger:
         self.path = Path(path)
         self._db_source = db  # a sqlite3 connection, or a callable returning one
         self._ready = False
+        self._left_as = None  # the file's stat right after this object's own last append
 
     @property
     def db(self):
@@ -130,7 +131,9 @@ class Ledger:
             if not in_batch():  # else the batch's one sync (files.batched_durability)
                 os.fsync(handle.fileno())
             end = handle.tell()
+            left_as = _stamp(os.fstat(handle.fileno()))
         self._take(records, offset, end, lines[-1].encode("utf-8"))
+        self._left_as = left_as if left_as[1] == end else None
         return records
 
     # ------------------------------------------------------------ reading
@@ -139,9 +142,13 @@ class Ledger:
         """Read the lines appended since last time into the tables; returns (offset, seq, tip)."""
         offset, seq, tip = self._tip()
         try:
-            size = self.path.stat().st_size
+            info = self.path.stat()
         except FileNotFoundError:
-            size = 0
+            info = None
+        size = info.st_size if info else 0
+        if info and size == offset and _stamp(info) == self._left_as:
+            return offset, seq, tip  # just as our own last append left it (a batch of adds): nothing to read
+        self._left_as = None
         if size < offset or (size == 0 and offset) or (offset and not self._same_last_line()):
             # The file was cut, emptied or replaced (a checkout of an older commit or of another
             # branch does this too, keeping its size or growing): read it again, remembering
@@ -378,3 +385,9 @@ def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]],
                                     f"{note_id} was recorded ({record.get('op')} at {record.get('time')}) "
                                     "but no file holds it now", note_id))
     return problems
+
+
+def _stamp(info: os.stat_result) -> tuple[int, int, int, int]:
+    """What tells one state of the file from another without reading it: a rewrite of the
+    same size (a checkout) takes a new inode or a new change time."""
+    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
