@@ -22,6 +22,7 @@ from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
 DEBOUNCE = 0.15
 MAX_DELAY = 0.5
 RESCAN_EVERY = 60.0
+IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan clock
 
 
 class ChangeCollector:
@@ -69,6 +70,14 @@ class ChangeCollector:
             self.first_at = self.first_at or now
             self.last_at = now
         self.wake.set()
+
+    def due_in(self) -> float | None:
+        """Seconds until the batch collected so far is due; None when there is none. The
+        loop sleeps exactly that long, so an edit waits DEBOUNCE, not DEBOUNCE plus a poll."""
+        with self.lock:
+            if self.first_at is None:
+                return None
+            return max(0.0, min(self.last_at + DEBOUNCE, self.first_at + MAX_DELAY) - time.monotonic())
 
     def take_when_settled(self) -> tuple[set[str], bool] | None:
         """The batch once events paused (or waited long enough); None if not yet."""
@@ -134,7 +143,8 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             on_update("scan", result)
         last_scan = time.monotonic()
         while not stop_event.is_set():
-            collector.wake.wait(timeout=0.05)
+            due = collector.due_in()
+            collector.wake.wait(timeout=IDLE_POLL if due is None else due)
             collector.wake.clear()
             batch = collector.take_when_settled()
             now = time.monotonic()
