@@ -402,8 +402,10 @@ class Vault:
                 note = replace(note, supersedes=superseded[0].note.link)
             if contested:
                 note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
-            note, text_out = self._create(note, f"{folder}/{namespace}", slugify(title or body_text.splitlines()[0]))
-            self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
+            with catalog.transaction():  # the note's catalog row and its ledger record: one commit
+                note, text_out = self._create(note, f"{folder}/{namespace}",
+                                              slugify(title or body_text.splitlines()[0]))
+                self.record("add", note, text_out, {"redacted": list(redacted)} if redacted else None)
             for item in superseded:
                 corrections.supersede(self, item.note.id, note, item.reason)
                 reasons.append(f"supersedes {item.note.id}: {item.reason}")
