@@ -18,6 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vaultmem.core.model import Note
+from vaultmem.search import bm25_arrays
 from vaultmem.search.safe_whoosh import harden
 from vaultmem.search.whoosh_buffers import read_in_place
 
@@ -122,6 +123,8 @@ class Bm25Index:
         self._searcher = None
         self._filter_cache: dict = {}
         self._filter_cache_for = None
+        self._mask_cache, self._mask_cache_for = {}, None
+        self._segment_arrays: dict = {}  # bm25_arrays.SegmentArrays by segment reader, kept across searchers
 
     def exists(self) -> bool:
         """Whether a usable index is there: this vaultmem's schema, and it opens. One that
@@ -248,15 +251,45 @@ class Bm25Index:
         allow, exclude = self._filters(searcher, namespace, kind, statuses)
         if allow is not None and not allow:
             return []  # nothing passes the filter (Whoosh would read an empty set as no filter)
-        results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude, terms=True)
+        top = bm25_arrays.top_scores(searcher, self._segment_arrays, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1,
+                                     self._keep_mask(searcher, (namespace, kind, statuses), allow, exclude))
+        if top is None:  # postings this version of Whoosh lays out otherwise: its own (slower) search
+            results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude)
+            top = [(hit.docnum, float(hit.score)) for hit in results]
         weights = _term_weights(searcher, terms)
         total = sum(weights.values())
-        out = []
-        for hit in results:
-            matched = {text.decode("utf-8") if isinstance(text, bytes) else text
-                       for _field, text in hit.matched_terms()}
-            out.append((hit["path"], float(hit.score), sum(weights.get(t, 0.0) for t in matched) / total))
-        return out
+        held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
+        return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
+                for docnum, score in top]
+
+    def _keep_mask(self, searcher, key, allow, exclude):
+        """keep_mask of a filter, made once per searcher (like the filter's sets)."""
+        if self._mask_cache_for is not searcher:
+            self._mask_cache, self._mask_cache_for = {}, searcher
+        if key not in self._mask_cache:
+            self._mask_cache[key] = bm25_arrays.keep_mask(searcher.doc_count_all(), allow, exclude)
+        return self._mask_cache[key]
+
+
+def _terms_held(searcher, docnums: list[int], terms: list[str]) -> dict[int, set[str]]:
+    """For each document, the query terms it holds in a searched field: one pass along each
+    term's postings, skipping to the documents asked about (sorted)."""
+    held: dict[int, set[str]] = {docnum: set() for docnum in docnums}
+    wanted = sorted(held)
+    reader = searcher.reader()
+    for term in terms:
+        for field in SEARCH_FIELDS:
+            if not wanted or (field, term) not in reader:
+                continue
+            postings = reader.postings(field, term)
+            for docnum in wanted:
+                if postings.id() < docnum:
+                    postings.skip_to(docnum)
+                if not postings.is_active():
+                    break
+                if postings.id() == docnum:
+                    held[docnum].add(term)
+    return held
 
 
 def _term_weights(searcher, terms: list[str]) -> dict[str, float]:

@@ -1,0 +1,163 @@
+"""Whoosh's BM25F, computed with numpy over Whoosh's own postings.
+
+Whoosh scores a query one posting at a time in Python: at 100k notes a query
+of a few common words visits tens of thousands of postings through a tree of
+matcher objects, most of a recall's time. Here each term's postings are read a
+block at a time (ids and weights come out of a block as arrays), scored with
+the same formula, statistics and field lengths Whoosh uses, and summed into one
+array per segment; the top `limit` come from argpartition. Same scores as
+Whoosh's (up to the order of float additions), same hits.
+
+It reads the postings through attributes of Whoosh's W3 codec that are not
+public API: `top_scores` returns None for anything it does not recognise (another
+codec, another matcher class), and the caller falls back to Whoosh's search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Whoosh keeps each document's field length as one byte (a logarithmic code): the table back.
+_LENGTH_OF_BYTE = None
+
+
+def _length_table() -> np.ndarray:
+    global _LENGTH_OF_BYTE
+    if _LENGTH_OF_BYTE is None:
+        from whoosh.util.numeric import byte_to_length
+
+        _LENGTH_OF_BYTE = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
+    return _LENGTH_OF_BYTE
+
+
+class SegmentArrays:
+    """Per segment reader, what scoring needs besides the postings: each field's
+    lengths and the deleted documents, as arrays read once (a segment never changes)."""
+
+    def __init__(self, reader):
+        self.reader = reader
+        self.size = reader.doc_count_all()
+        deleted = reader.deleted_docs_set if reader.has_deletions() else ()
+        self.alive = np.ones(self.size, dtype=bool)
+        if deleted:
+            self.alive[np.fromiter(deleted, dtype=np.int64)] = False
+        self._lengths: dict[str, np.ndarray] = {}
+
+    def lengths(self, field: str) -> np.ndarray | None:
+        if field not in self._lengths:
+            self._lengths[field] = _field_lengths(self.reader, field, self.size)
+        return self._lengths[field]
+
+
+def _field_lengths(reader, field: str, size: int) -> np.ndarray | None:
+    """Every document's length of `field` as Whoosh decodes it (1 where none is stored)."""
+    perdoc = getattr(reader, "_perdoc", None)
+    cached = getattr(perdoc, "_cached_reader", None)
+    if cached is None:
+        return None
+    from whoosh.codec.whoosh3 import LENGTHS_COLUMN, _lenfield
+
+    column = cached(_lenfield(field), LENGTHS_COLUMN)
+    if column is None:
+        return np.ones(size, dtype=np.float64)
+    try:
+        stored = column._dbfile.get(column._basepos, column._count * column._fixedlen)
+    except AttributeError:
+        return None
+    if column._fixedlen != 1:
+        return None
+    codes = np.zeros(size, dtype=np.uint8)
+    codes[: min(size, column._count)] = np.frombuffer(stored, dtype=np.uint8)[:size]
+    lengths = _length_table()[codes]
+    lengths[codes == 0] = 1.0  # the scorer's default for a document without a stored length
+    return lengths
+
+
+def _postings(reader, field: str, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(document numbers, weights) of a term in a field of one segment; None when the
+    matcher is not one this module knows how to read."""
+    from whoosh.codec.whoosh3 import W3LeafMatcher
+    from whoosh.matching.wrappers import FilterMatcher
+
+    matcher = reader.postings(field, term)
+    if isinstance(matcher, FilterMatcher):  # the segment's deletions: applied through SegmentArrays.alive
+        matcher = matcher.child
+    if type(matcher) is not W3LeafMatcher or matcher._byteids:
+        return None
+    ids, weights = [], []
+    while not matcher._atend:
+        if matcher._data is None:
+            matcher._read_data()
+        count = matcher._blocklength
+        deltas, block_weights = matcher._data[0], matcher._data[1]
+        ids.append(np.cumsum(np.asarray(deltas, dtype=np.int64)))
+        if block_weights is None:
+            weights.append(np.ones(count))
+        elif isinstance(block_weights, float):
+            weights.append(np.full(count, block_weights))
+        else:
+            weights.append(np.asarray(block_weights, dtype=np.float64))
+        matcher._next_block()
+    if not ids:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    return np.concatenate(ids), np.concatenate(weights)
+
+
+def keep_mask(size: int, allow: set | None, exclude: set | None) -> np.ndarray | None:
+    """The documents a filter lets through (`allow`, None: all) minus `exclude`, as one
+    boolean array over the index's document numbers; None when it lets all through."""
+    if allow is None and not exclude:
+        return None
+    keep = np.zeros(size, dtype=bool) if allow is not None else np.ones(size, dtype=bool)
+    if allow:
+        keep[np.fromiter(allow, dtype=np.int64)] = True
+    if exclude:
+        keep[np.fromiter(exclude, dtype=np.int64)] = False
+    return keep
+
+
+def top_scores(searcher, segments: dict, fields, terms: list[str], limit: int, B: float, K1: float,
+               keep: np.ndarray | None) -> list[tuple[int, float]] | None:
+    """[(document number, BM25F score)] of the `limit` best documents holding any of
+    `terms` in any of `fields`, best first (ties: lower number first, as Whoosh), among
+    those `keep` lets through (keep_mask). None when a segment cannot be read this way.
+    `segments` caches SegmentArrays by segment reader for the life of `searcher`."""
+    best_numbers, best_scores = [], []
+    leaves = searcher.leaf_searchers()
+    current = {id(sub.reader()) for sub, _offset in leaves}
+    for gone in [key for key in segments if key not in current]:
+        del segments[gone]  # segments merged away: let their readers go
+    for sub, offset in leaves:
+        reader = sub.reader()
+        arrays = segments.get(id(reader))
+        if arrays is None or arrays.reader is not reader:
+            arrays = segments[id(reader)] = SegmentArrays(reader)
+        scores = np.zeros(arrays.size)
+        for field in fields:
+            for term in terms:
+                if (field, term) not in reader:
+                    continue
+                postings = _postings(reader, field, term)
+                lengths = arrays.lengths(field)
+                if postings is None or lengths is None:
+                    return None
+                ids, tf = postings
+                # The statistics are the whole index's (the top searcher's), as BM25FScorer takes them.
+                idf = searcher.idf(field, term)
+                avgfl = searcher.avg_field_length(field) or 1
+                scores[ids] += idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * lengths[ids] / avgfl)))
+        eligible = (scores > 0) & arrays.alive
+        if keep is not None:
+            eligible &= keep[offset:offset + arrays.size]
+        numbers = np.flatnonzero(eligible)
+        if len(numbers) > limit:
+            # Everything tied with the limit-th score stays in: the tie goes to the lower number below.
+            kth = np.partition(scores[numbers], len(numbers) - limit)[len(numbers) - limit]
+            numbers = numbers[scores[numbers] >= kth]
+        best_numbers.append(numbers + offset)
+        best_scores.append(scores[numbers])
+    if not best_numbers:
+        return []
+    numbers, scores = np.concatenate(best_numbers), np.concatenate(best_scores)
+    order = np.lexsort((numbers, -scores))[:limit]
+    return [(int(numbers[i]), float(scores[i])) for i in order]
