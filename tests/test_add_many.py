@@ -90,3 +90,27 @@ def test_a_bulk_add_is_on_the_ledger_and_in_both_indexes(run, vault_dir):
     hits = run.json("recall", "node17 rack", "-k", "3")
     assert hits[0]["id"] == results[17].note.id
     assert len({r.note.path for r in results}) == 40
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("seconds, batches", [(0.0, len(ITEMS)), (60.0, 1)])
+def test_a_batch_that_runs_long_ends_early_and_the_rest_ends_as_one_by_one(tmp_path, monkeypatch, seconds, batches):
+    from vaultmem import vault as vault_module
+
+    for name in "ab":
+        init_vault(tmp_path / name)
+    one_by_one, batched = Vault(tmp_path / "a"), Vault(tmp_path / "b")
+    outcomes = []
+    for item in ITEMS:
+        try:
+            outcomes.append(_outcome(one_by_one.add(**item)))
+        except (BadInput, SecretFound) as exc:
+            outcomes.append(type(exc).__name__)
+    entered = []
+    real_batch = vault_module.batched_durability
+    monkeypatch.setattr(vault_module, "batched_durability", lambda root: (entered.append(root), real_batch(root))[1])
+    monkeypatch.setattr(vault_module, "ADD_BATCH_SECONDS", seconds)  # 0: every add outlasts its batch's time
+    results = batched.add_many(ITEMS)
+    assert [_outcome(r) for r in results] == outcomes
+    assert _state(batched) == _state(one_by_one)
+    assert len(entered) == batches  # one sync and one hold of the write lock per batch

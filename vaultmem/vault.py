@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -54,7 +55,8 @@ FIND_ATTEMPTS = 8
 REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (decay, a batch's contests)
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
-ADD_BATCH = 200  # adds per filesystem sync in add_many, and texts embedded ahead (the engine keeps 512)
+ADD_BATCH = 500  # at most this many adds per filesystem sync in add_many, and texts embedded ahead (the engine keeps 512)
+ADD_BATCH_SECONDS = 1.0  # and a batch ends (syncs, lets the write lock go) after this long
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
 
@@ -431,18 +433,23 @@ class Vault:
         here = current_project()  # the same for every item (the working folder's repository): found once
         items = [item if item.get("project") else {**item, "project": here} for item in items]
         results: list[Added | VaultmemError] = []
-        for start in range(0, len(items), batch):
+        start = 0
+        while start < len(items):
             chunk = items[start:start + batch]
+            if self.config.check_conflicts:
+                self._embed_ahead(chunk)  # before the lock: the model needs none, and takes a while
             self._in_batch, self._contests, self._folders_inside = True, {}, set()
             try:
                 with self.write_lock(), batched_durability(self.root):
-                    if self.config.check_conflicts:
-                        self._embed_ahead(chunk)
+                    began = time.monotonic()
                     for item in chunk:
                         try:
                             results.append(self.add(**item))
                         except VaultmemError as exc:
                             results.append(exc)
+                        start += 1
+                        if time.monotonic() - began > ADD_BATCH_SECONDS:
+                            break  # the rest in the next batch: another process's write waits no longer
                     self._write_contests()
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()

@@ -205,9 +205,10 @@ class RecallEngine:
         self._load_model()
         if self.embedder is None or not texts:
             return
-        if len(self._recent) + len(texts) > RECENT_VECTORS:
-            self._recent.clear()
         todo = list(dict.fromkeys(t for t in texts if text_hash(self.embedder.name, t) not in self._recent))
+        if len(self._recent) + len(todo) > RECENT_VECTORS:
+            self._recent.clear()  # texts of a batch are added in order: the older ones are done with
+            todo = list(dict.fromkeys(texts))
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start:start + EMBED_BATCH]
             for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
