@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ import numpy as np
 from vaultmem.store.catalog import rows_in
 
 EMBED_BATCH = 64
+SETTLED_NS = 50_000_000  # 50 ms: longer than any filesystem clock's tick
 DTYPE = np.dtype("i1")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, row INTEGER NOT NULL,
@@ -67,6 +69,7 @@ class VectorStore:
         self._rows = np.zeros((0, 0), dtype=np.float32)  # float32 rows read so far; capacity grows by an eighth
         self._rows_read = 0
         self._file_id: tuple[int, int] | None = None  # (device, inode) of the file those rows came from
+        self._read_at: tuple | None = None  # the file's stat when `matrix` last read it
         self.dim = 0
         self._drop_if_damaged()
 
@@ -95,12 +98,15 @@ class VectorStore:
     def matrix(self) -> np.ndarray:
         """Every row written so far, as float32 unit rows (read once; only rows appended
         since the last call are read again)."""
-        rows, dim, offset = _header(self.file)
         try:
             info = os.stat(self.file)
             file_id = (info.st_dev, info.st_ino)
         except FileNotFoundError:
-            file_id = None
+            info = file_id = None
+        stamp = None if info is None else (*file_id, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        if stamp is not None and stamp == self._read_at:
+            return self._rows[: self._rows_read]  # not written since it was read (an add's checks ask often)
+        rows, dim, offset = _header(self.file)
         if rows < self._rows_read or dim != self.dim or file_id != self._file_id:
             # Replaced (a reindex by another process) or cut: read it again.
             self._rows, self._rows_read, self.dim = np.zeros((0, dim), dtype=np.float32), 0, dim
@@ -119,6 +125,10 @@ class VectorStore:
                 self._rows = grown
             self._rows[self._rows_read: rows] = fresh
             self._rows_read = rows
+        # A file changed in the last tick of the filesystem clock may change again with the same
+        # stamp (rows, then their header): trusted only once it is older than that.
+        settled = stamp is not None and time.time_ns() - info.st_mtime_ns > SETTLED_NS
+        self._read_at = stamp if settled else None
         return self._rows[: self._rows_read]
 
     def vector(self, row: int) -> np.ndarray:
