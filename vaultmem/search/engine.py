@@ -70,6 +70,7 @@ from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
+from vaultmem.search.questions import with_questions_discounted
 from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
@@ -449,6 +450,7 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
+        fused = with_questions_discounted(fused, lambda path: notes[path].body)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
