@@ -25,7 +25,8 @@ decides and memory state only breaks near-ties:
     score      = (own + 0.3 * own of the memory said just before it in its session)
                    (neighbour context: search/neighbours.py; the memory said right
                     after each of the best candidates is a candidate too)
-                 * (1 - 0.5 * the share of its sentences that are questions)
+                 * (1 - 0.5 * how much of it asks: the share of its sentences that are
+                        questions, or of the query's words it holds only in them)
                    (a question asks, its reply answers: search/questions.py)
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
@@ -452,7 +453,7 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
-        fused = with_questions_discounted(fused, lambda path: notes[path].body)
+        fused = with_questions_discounted(fused, lambda path: notes[path].body, *_term_sets(query))
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
@@ -691,6 +692,18 @@ def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTE
         out.append((path, score + weight * best, signals))
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
+
+
+def _term_sets(query: str) -> tuple[frozenset, object]:
+    """(the query's words, text -> its words), as BM25 analyses them (search/questions.py)."""
+    from vaultmem.search.bm25 import _query_analyzer
+
+    analyzer = _query_analyzer()
+
+    def terms(text: str) -> frozenset:
+        return frozenset(t.text for t in analyzer(text))
+
+    return terms(query), terms
 
 
 def _linked(a: Note, b: Note) -> bool:
