@@ -94,6 +94,7 @@ SESSION_WINDOW_S = 3600.0
 # Neighbour context (search/neighbours.py): the successors of this many of the best of each
 # ranking become candidates too (all ~60: +5 ms a query at 10k on a busy machine).
 NEIGHBOUR_EXPANSION = 10
+SENTENCE_TERMS_KEPT = 20_000  # sentences whose words the question discount keeps (a few MB at most)
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
@@ -164,6 +165,7 @@ class RecallEngine:
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = _View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
+        self._sentence_terms: dict[str, frozenset] = {}  # analysed words of questions' sentences (_term_sets)
 
     # ------------------------------------------------------------ model
 
@@ -453,7 +455,8 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
-        fused = with_questions_discounted(fused, lambda path: notes[path].body, *_term_sets(query))
+        fused = with_questions_discounted(fused, lambda path: notes[path].body,
+                                          *_term_sets(query, self._sentence_terms))
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
@@ -694,16 +697,22 @@ def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTE
     return out
 
 
-def _term_sets(query: str) -> tuple[frozenset, object]:
-    """(the query's words, text -> its words), as BM25 analyses them (search/questions.py)."""
+def _term_sets(query: str, cache: dict) -> tuple[frozenset, object]:
+    """(the query's words, text -> its words), as BM25 analyses them (search/questions.py);
+    `cache` keeps the words of sentences seen before: the same notes come up query after query."""
     from vaultmem.search.bm25 import _query_analyzer
 
     analyzer = _query_analyzer()
 
     def terms(text: str) -> frozenset:
-        return frozenset(t.text for t in analyzer(text))
+        found = cache.get(text)
+        if found is None:
+            if len(cache) >= SENTENCE_TERMS_KEPT:
+                cache.clear()
+            found = cache[text] = frozenset(t.text for t in analyzer(text))
+        return found
 
-    return terms(query), terms
+    return frozenset(t.text for t in analyzer(query)), terms
 
 
 def _linked(a: Note, b: Note) -> bool:
