@@ -2,9 +2,9 @@
 
 A memory that is itself a question ("What instrument are you playing?") repeats the
 words of a later query about the same thing, so it matches that query best of all, yet
-it states nothing: the answer is in the reply ("I'm learning the violin"). On LoCoMo
-the first hit was such a question, with its reply right below it, in about one case in
-six where the answer ranked 2nd to 4th. A turn that states something and then asks
+it states nothing: the answer is in the reply ("I'm learning the violin"). On LoCoMo,
+of the 343 questions whose answer ranked 2nd to 4th, the first hit asked something in
+181 and was mostly a question in 61. A turn that states something and then asks
 ("Exams are hard, but I'm optimistic! How do you stay motivated during study
 sessions?") matches "how does Tim stay motivated during study sessions" on the words
 it asks about, not on what it states.
