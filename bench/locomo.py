@@ -173,10 +173,11 @@ def main(argv: list[str] | None = None) -> dict:
                     help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
     ap.add_argument("--neighbour-weight", type=float,
                     help="neighbour context's share (search/neighbours.py; default its NEIGHBOUR_WEIGHT; "
-                         "0: none, and no neighbours added as candidates)")
+                         "0: none, and no neighbours added as candidates; what a question loses still goes "
+                         "to its reply unless --question-discount 0)")
     ap.add_argument("--question-discount", type=float,
-                    help="the share of a question's score it loses (search/questions.py; default its "
-                         "QUESTION_DISCOUNT; 0: ranked as a statement)")
+                    help="the share of a question's score it loses to its reply (search/questions.py; "
+                         "default its QUESTION_DISCOUNT; 0: ranked as a statement)")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")

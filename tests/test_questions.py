@@ -68,6 +68,17 @@ def test_a_question_loses_a_share_of_its_score_and_says_so():
     assert by_words == [("half", 0.25, {"question": 1.0})]  # "why" is asked only
 
 
+def test_what_a_question_loses_goes_to_its_reply():
+    texts = {"asks": "Which team did you sign with?", "answers": "The Minnesota Wolves!",
+             "elsewhere": "I signed with a new team this week."}
+    fused = [("asks", 0.8, {}), ("elsewhere", 0.7, {}), ("answers", 0.5, {})]
+    ranked = with_questions_discounted(fused, texts.get, predecessor={"answers": "asks"}.get, discount=0.5)
+    assert [(p, round(s, 3)) for p, s, _sig in ranked] == [("answers", 0.9), ("elsewhere", 0.7), ("asks", 0.4)]
+    assert ranked[0][2] == {"answers": 0.4} and ranked[2][2] == {"question": 1.0}
+    alone = with_questions_discounted(fused, texts.get, predecessor={}.get, discount=0.5)
+    assert [p for p, _s, _sig in alone] == ["elsewhere", "answers", "asks"]  # no reply: the loss goes nowhere
+
+
 @pytest.mark.real_model
 def test_the_reply_ranks_above_the_question_that_echoes_the_query(vault, monkeypatch):
     ids = add_chat(vault)

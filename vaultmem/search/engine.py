@@ -456,7 +456,7 @@ class RecallEngine:
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
         fused = with_questions_discounted(fused, lambda path: notes[path].body,
-                                          *_term_sets(query, self._sentence_terms))
+                                          *_term_sets(query, self._sentence_terms), self._order.predecessor)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():

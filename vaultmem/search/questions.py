@@ -65,20 +65,29 @@ def _asks(sentence: str) -> bool:
 
 
 def with_questions_discounted(fused: list, text_of, query_terms: frozenset = frozenset(), terms=None,
-                              discount: float | None = None) -> list:
-    """Each candidate's score lowered by `discount` times how much of it asks (asked_share), best
-    first again. `fused`: [(path, score, signals)]; `text_of`: path -> the note's text;
-    `query_terms` and `terms` (sentence -> its words) as asked_share takes them (none: the
-    question share alone). A discounted candidate's signals show `question` (that share)."""
+                              predecessor=None, discount: float | None = None) -> list:
+    """Each candidate's score lowered by `discount` times how much of it asks (asked_share), and
+    what a candidate loses so given to its reply, best first again. `fused`: [(path, score,
+    signals)]; `text_of`: path -> the note's text; `query_terms` and `terms` (sentence -> its
+    words) as asked_share takes them (none: the question share alone); `predecessor`: path ->
+    the memory said just before it, or None (search/neighbours.py; None: no transfer). The
+    signals show `question` (that share) and `answers` (what a reply gained)."""
     discount = QUESTION_DISCOUNT if discount is None else discount
     if not discount:
         return fused
-    out = []
+    lost = {}
     for path, score, signals in fused:
         text = text_of(path)
         share = asked_share(text, query_terms, terms) if terms is not None else question_share(text)
         if share:
             signals["question"] = round(share, 3)
-        out.append((path, score * (1.0 - discount * share), signals))
+            lost[path] = score * discount * share
+    out = []
+    for path, score, signals in fused:
+        before = predecessor(path) if predecessor is not None and lost else None
+        gained = lost.get(before, 0.0) if before else 0.0
+        if gained:
+            signals["answers"] = round(gained, 4)
+        out.append((path, score - lost.get(path, 0.0) + gained, signals))
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
