@@ -22,12 +22,14 @@ decides and memory state only breaks near-ties:
     time       = 1.25 if the note was created in a window the query names
                  ("last spring", "in March 2024"), else 1
     own        = relevance * (0.8 + 0.2 * confidence) * time
-    score      = (own + 0.3 * own of the memory said just before it in its session)
+    context    = own + 0.3 * own of the memory said just before it in its session
                    (neighbour context: search/neighbours.py; the memory said right
                     after each of the best candidates is a candidate too)
-                 * (1 - 0.5 * how much of it asks: the share of its sentences that are
-                        questions, or of the query's words it holds only in them)
-                   (a question asks, its reply answers: search/questions.py)
+    score      = context * (1 - 0.5 * asked)
+                 + 0.5 * asked * context, of the memory said just before it
+                   (asked: how much of a note asks, the share of its sentences that are
+                    questions or of the query's words it holds only in them; what a
+                    question loses goes to its reply: search/questions.py)
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
                  (+ 0.3 * word-by-word alignment for the 10 best, when

@@ -12,8 +12,10 @@ it asks about, not on what it states.
 So a candidate's score is lowered by QUESTION_DISCOUNT times how much of it asks
 (asked_share): the share of its sentences that end in "?", or, when more, the share of
 the query's words it holds that it holds only in those questions (0 for a statement;
-1 for a turn that only asks). It is applied after neighbour context, which gave the
-reply its share of the question's undiscounted score, so the reply can now rank first.
+1 for a turn that only asks). What it loses goes to its reply, the memory said right
+after it in its conversation (search/neighbours.py): the evidence the question's words
+gave is credited to the turn that answers it. It is applied after neighbour context,
+which already gave the reply its share of the question's whole score.
 
 Ranking only: abstention judges each note by its own words and meaning
 (search/relevance.py), so this never adds or removes a hit. A vault of statements
