@@ -5,6 +5,7 @@
     python bench/locomo.py --json /tmp/locomo.json      # per-question ranks too
     python bench/locomo.py --rerank-words               # with recall.rerank_words on
     python bench/locomo.py --neighbour-weight 0         # without neighbour context
+    python bench/locomo.py --question-discount 0        # questions ranked as statements
 
 Protocol (the data folder's README.md): one conversation is one fresh vault;
 every turn becomes one memory through `Vault.add`, text "<speaker>: <text>"
@@ -172,7 +173,11 @@ def main(argv: list[str] | None = None) -> dict:
                     help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
     ap.add_argument("--neighbour-weight", type=float,
                     help="neighbour context's share (search/neighbours.py; default its NEIGHBOUR_WEIGHT; "
-                         "0: none, and no neighbours added as candidates)")
+                         "0: none, and no neighbours added as candidates; what a question loses still goes "
+                         "to its reply unless --question-discount 0)")
+    ap.add_argument("--question-discount", type=float,
+                    help="the share of a question's score it loses to its reply (search/questions.py; "
+                         "default its QUESTION_DISCOUNT; 0: ranked as a statement)")
     ap.add_argument("--vault-dir", type=Path,
                     help="build vaults here and reuse them on the next run (derived caches are dropped); "
                          "default: a temp dir, deleted after")
@@ -180,6 +185,10 @@ def main(argv: list[str] | None = None) -> dict:
 
     if args.neighbour_weight is not None:
         set_neighbour_weight(args.neighbour_weight)
+    if args.question_discount is not None:
+        from vaultmem.search import questions
+
+        questions.QUESTION_DISCOUNT = args.question_discount
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()] if args.conversations else None
     convs = load_conversations(args.data, wanted)
     stats = {"no_evidence": 0, "bad_ids": 0, "unresolvable": 0, "bad_examples": []}

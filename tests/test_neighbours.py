@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from vaultmem.search import neighbours
+from vaultmem.search import neighbours, questions
 from vaultmem.search.neighbours import SessionOrder
 
 T = datetime(2026, 2, 1, 18, 0, tzinfo=timezone.utc)
@@ -83,7 +83,8 @@ def test_an_answer_ranks_above_look_alikes_with_the_question_said_before_it(vaul
     time_taken = ranked("How long did Melanie take to finish the run in Boston?")
     painting = ids["Melanie: I finished my painting of the lake in under an hour."]
     assert time_taken.index(answer) < time_taken.index(painting)
-    monkeypatch.setattr(neighbours, "NEIGHBOUR_WEIGHT", 0.0)  # the same question without the context
+    monkeypatch.setattr(neighbours, "NEIGHBOUR_WEIGHT", 0.0)  # the same question without the context:
+    monkeypatch.setattr(questions, "QUESTION_DISCOUNT", 0.0)  # neither its share nor what the question loses
     without = ranked("How much money was raised at the charity run?")
     assert without.index(answer) > without.index(ids["Melanie: Our school bake sale raised money for the library."])
 

@@ -22,9 +22,14 @@ decides and memory state only breaks near-ties:
     time       = 1.25 if the note was created in a window the query names
                  ("last spring", "in March 2024"), else 1
     own        = relevance * (0.8 + 0.2 * confidence) * time
-    score      = own + 0.3 * own of the memory said just before it in its session
+    context    = own + 0.3 * own of the memory said just before it in its session
                    (neighbour context: search/neighbours.py; the memory said right
                     after each of the best candidates is a candidate too)
+    score      = context * (1 - 0.5 * asked)
+                 + 0.5 * asked * context, of the memory said just before it
+                   (asked: how much of a note asks, the share of its sentences that are
+                    questions or of the query's words it holds only in them; what a
+                    question loses goes to its reply: search/questions.py)
                  + 0.1 * the best score among candidates created within an hour
                    (session context: with_session_context)
                  (+ 0.3 * word-by-word alignment for the 10 best, when
@@ -70,6 +75,7 @@ from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
+from vaultmem.search.questions import with_questions_discounted
 from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
@@ -90,6 +96,7 @@ SESSION_WINDOW_S = 3600.0
 # Neighbour context (search/neighbours.py): the successors of this many of the best of each
 # ranking become candidates too (all ~60: +5 ms a query at 10k on a busy machine).
 NEIGHBOUR_EXPANSION = 10
+SENTENCE_TERMS_KEPT = 20_000  # sentences whose words the question discount keeps (a few MB at most)
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
 
@@ -160,6 +167,7 @@ class RecallEngine:
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = _View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
+        self._sentence_terms: dict[str, frozenset] = {}  # analysed words of questions' sentences (_term_sets)
 
     # ------------------------------------------------------------ model
 
@@ -450,6 +458,8 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
+        fused = with_questions_discounted(fused, lambda path: notes[path].body,
+                                          *_term_sets(query, self._sentence_terms), self._order.predecessor)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
         if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
@@ -688,6 +698,24 @@ def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTE
         out.append((path, score + weight * best, signals))
     out.sort(key=lambda item: (-item[1], item[0]))
     return out
+
+
+def _term_sets(query: str, cache: dict) -> tuple[frozenset, object]:
+    """(the query's words, text -> its words), as BM25 analyses them (search/questions.py);
+    `cache` keeps the words of sentences seen before: the same notes come up query after query."""
+    from vaultmem.search.bm25 import _query_analyzer
+
+    analyzer = _query_analyzer()
+
+    def terms(text: str) -> frozenset:
+        found = cache.get(text)
+        if found is None:
+            if len(cache) >= SENTENCE_TERMS_KEPT:
+                cache.clear()
+            found = cache[text] = frozenset(t.text for t in analyzer(text))
+        return found
+
+    return frozenset(t.text for t in analyzer(query)), terms
 
 
 def _linked(a: Note, b: Note) -> bool:
