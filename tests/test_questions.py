@@ -117,3 +117,16 @@ def test_the_discount_reorders_only_and_leaves_a_vault_of_statements_as_it_was(v
     assert found("which port does the staging database listen on") == facts  # no question among them
     assert facts[0][0] == statements["Staging runs Postgres 16 on port 5433."]
     assert ids[CHAT[0][2]] in {i for i, _s in asks}  # the question is still a hit, only lower
+
+
+def test_a_skill_whose_trigger_is_a_question_keeps_its_whole_score(vault, monkeypatch):
+    skill = vault.learn("Slow CI", trigger="Why is CI slow this week?", steps="Check the runner queue.",
+                        outcome="A faster pipeline.", lessons="Cache the dependencies.", namespace="work")
+    skill_id = skill.note.id
+
+    def score():
+        return {h.note.id: round(h.score, 6) for h in vault.recall("why is CI slow this week")}[skill_id]
+
+    with_discount = score()
+    monkeypatch.setattr(questions, "QUESTION_DISCOUNT", 0.0)
+    assert score() == with_discount

@@ -458,7 +458,8 @@ class RecallEngine:
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
-        fused = with_questions_discounted(fused, lambda path: notes[path].body,
+        # A skill is a procedure, never a question waiting for its reply (its trigger may be phrased as one).
+        fused = with_questions_discounted(fused, lambda path: "" if notes[path].type == "skill" else notes[path].body,
                                           *_term_sets(query, self._sentence_terms), self._order.predecessor)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
