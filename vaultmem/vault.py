@@ -56,7 +56,7 @@ REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (de
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
-ADD_BATCH_SECONDS = 1.0  # and a batch ends (syncs, lets the write lock go) after this long
+ADD_BATCH_SECONDS = 2.5  # and a batch ends (syncs, lets the write lock go) after this long: 200 checked adds
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
 
