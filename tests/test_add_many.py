@@ -33,8 +33,8 @@ def _state(vault: Vault):
                    n.sessions) for n in vault.notes(include_hidden=True))
 
 
-@pytest.mark.real_model
-def test_add_many_ends_like_the_same_adds_one_by_one(tmp_path):
+def _two_vaults_one_filled_add_by_add(tmp_path):
+    """(a vault that took ITEMS one add at a time, an empty one, the outcome of each add)."""
     for name in "ab":
         init_vault(tmp_path / name)
     one_by_one, batched = Vault(tmp_path / "a"), Vault(tmp_path / "b")
@@ -44,6 +44,12 @@ def test_add_many_ends_like_the_same_adds_one_by_one(tmp_path):
             outcomes.append(_outcome(one_by_one.add(**item)))
         except (BadInput, SecretFound) as exc:
             outcomes.append(type(exc).__name__)
+    return one_by_one, batched, outcomes
+
+
+@pytest.mark.real_model
+def test_add_many_ends_like_the_same_adds_one_by_one(tmp_path):
+    one_by_one, batched, outcomes = _two_vaults_one_filled_add_by_add(tmp_path)
     results = batched.add_many(ITEMS, batch=3)  # batches that split the repeat and the update from their originals
     assert [_outcome(r) for r in results] == outcomes
     assert outcomes[2][0] == "recurrence" and outcomes[4][1] == 1  # the checks really ran
@@ -97,15 +103,7 @@ def test_a_bulk_add_is_on_the_ledger_and_in_both_indexes(run, vault_dir):
 def test_a_batch_that_runs_long_ends_early_and_the_rest_ends_as_one_by_one(tmp_path, monkeypatch, seconds, batches):
     from vaultmem import vault as vault_module
 
-    for name in "ab":
-        init_vault(tmp_path / name)
-    one_by_one, batched = Vault(tmp_path / "a"), Vault(tmp_path / "b")
-    outcomes = []
-    for item in ITEMS:
-        try:
-            outcomes.append(_outcome(one_by_one.add(**item)))
-        except (BadInput, SecretFound) as exc:
-            outcomes.append(type(exc).__name__)
+    one_by_one, batched, outcomes = _two_vaults_one_filled_add_by_add(tmp_path)
     entered = []
     real_batch = vault_module.batched_durability
     monkeypatch.setattr(vault_module, "batched_durability", lambda root: (entered.append(root), real_batch(root))[1])
