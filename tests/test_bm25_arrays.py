@@ -78,3 +78,16 @@ def test_recall_finds_the_same_notes_when_whooshs_own_search_has_to_stand_in(vau
     assert before and [p for p, _s, _c in after] == [p for p, _s, _c in before]
     assert [s for _p, s, _c in after] == pytest.approx([s for _p, s, _c in before])
     assert [c for _p, _s, c in after] == [c for _p, _s, c in before]
+
+
+def test_a_query_word_left_only_in_deleted_notes_counts_for_nothing(vault):
+    engine = _grow(vault, rounds=2, per_round=20)
+    gone = vault.add("The zebrafish tank is cleaned on Mondays", "home", merge=False, supersede=False).note
+    kept = vault.add("The deploy checklist lives in the wiki", "work", merge=False, supersede=False).note
+    engine.sync(full=True)
+    (vault.root / gone.path).unlink()
+    engine.sync(full=True)
+    reader = engine.bm25._current_searcher().reader()
+    assert ("body", "zebrafish") in reader  # still in a segment, as a deleted document's word
+    found = engine.bm25.search("zebrafish deploy checklist", limit=5)
+    assert found and found[0][0] == kept.path and all(path != gone.path for path, _s, _c in found)

@@ -283,7 +283,7 @@ def _terms_held(searcher, docnums: list[int], terms: list[str]) -> dict[int, set
                 continue
             postings = reader.postings(field, term)
             for docnum in wanted:
-                if postings.id() < docnum:
+                if postings.is_active() and postings.id() < docnum:
                     postings.skip_to(docnum)
                 if not postings.is_active():
                     break

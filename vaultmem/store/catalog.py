@@ -448,9 +448,6 @@ class Catalog:
                               "ORDER BY path", (ref, ref)).fetchone()
         return None if row is None else (row[0], row[1])
 
-    def stem_taken(self, stem: str) -> bool:
-        return self.db.execute("SELECT 1 FROM notes WHERE stem = ? LIMIT 1", (stem,)).fetchone() is not None
-
     def stems_numbered(self, stem: str) -> set[str]:
         """`stem` and the `stem-N` names taken, in one indexed lookup (a new note's name is the
         first free one: many notes that start alike would otherwise cost a query per number)."""
