@@ -112,3 +112,29 @@ def test_a_batch_that_runs_long_ends_early_and_the_rest_ends_as_one_by_one(tmp_p
     assert [_outcome(r) for r in results] == outcomes
     assert _state(batched) == _state(one_by_one)
     assert len(entered) == batches  # one sync and one hold of the write lock per batch
+
+
+def test_a_batch_cut_short_by_a_crash_leaves_its_notes_found_and_the_ledger_whole(tmp_path, run, vault_dir):
+    """add_many commits a batch's catalog rows and ledger records at its end: an error that
+    escapes midway rolls them back, yet the files written are found by the next process,
+    and their ledger lines (in the file) are read back, so verify passes."""
+    vault = Vault(vault_dir)
+    real_add, calls = Vault.add, []
+
+    def add_then_crash(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("power cut")
+        return real_add(self, *args, **kwargs)
+
+    items = [{"text": f"Fact number {i} about the build farm", "namespace": "work", "merge": False,
+              "supersede": False} for i in range(5)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Vault, "add", add_then_crash)
+        with pytest.raises(RuntimeError):
+            vault.add_many(items)
+    expected = ["Fact number 0 about the build farm", "Fact number 1 about the build farm"]
+    assert sorted(n.body.strip() for n in Vault(vault_dir).notes()) == expected  # the next process
+    assert sorted(n.body.strip() for n in vault.notes()) == expected  # and this one, after the error
+    assert sorted(h.note.body.strip() for h in vault.recall("build farm fact", min_score=0)) == expected
+    run("verify", "--strict")

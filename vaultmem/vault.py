@@ -440,7 +440,9 @@ class Vault:
                 self._embed_ahead(chunk)  # before the lock: the model needs none, and takes a while
             self._in_batch, self._contests, self._folders_inside = True, {}, set()
             try:
-                with self.write_lock(), batched_durability(self.root):
+                # One SQLite commit for the batch's catalog rows and ledger records, as one sync for
+                # its files (the catalog is a cache: a crash mid-batch leaves files it re-reads).
+                with self.write_lock(), batched_durability(self.root), self.catalog(refresh=False).transaction():
                     began = time.monotonic()
                     for item in chunk:
                         try:
@@ -451,6 +453,11 @@ class Vault:
                         if time.monotonic() - began > ADD_BATCH_SECONDS:
                             break  # the rest in the next batch: another process's write waits no longer
                     self._write_contests()
+            except BaseException:
+                from vaultmem.search.engine import forget_engines
+
+                forget_engines(self)  # the batch's catalog rows were rolled back: views built on them go too
+                raise
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
         return results

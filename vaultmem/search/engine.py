@@ -781,13 +781,19 @@ def engine_for(vault) -> RecallEngine:
     return engine
 
 
+def forget_engines(vault) -> None:
+    """Drop this process's engines of the vault and its catalog connection: what they hold
+    in memory no longer matches the catalog (deleted, or a batch's transaction rolled back)."""
+    for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
+        _ENGINES.pop(key).vault.forget_catalog()
+    vault.forget_catalog()
+
+
 def rebuild_indexes(vault) -> dict:
     """Delete every derived cache of the vault and build it again from the notes."""
     import shutil
 
-    for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
-        _ENGINES.pop(key).vault.forget_catalog()
-    vault.forget_catalog()
+    forget_engines(vault)
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
