@@ -105,7 +105,7 @@ class VectorStore:
             info = file_id = None
         stamp = None if info is None else (*file_id, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         if stamp is not None and stamp == self._read_at:
-            return self._rows[: self._rows_read]  # not written since it was read (an add's checks ask often)
+            return self._rows[: self._rows_read]  # not written since it was read: no header to parse
         rows, dim, offset = _header(self.file)
         if rows < self._rows_read or dim != self.dim or file_id != self._file_id:
             # Replaced (a reindex by another process) or cut: read it again.
