@@ -5,8 +5,10 @@ of a few common words visits tens of thousands of postings through a tree of
 matcher objects, most of a recall's time. Here each term's postings are read a
 block at a time (ids and weights come out of a block as arrays), scored with
 the same formula, statistics and field lengths Whoosh uses, and summed into one
-array per segment; the top `limit` come from argpartition. Same scores as
-Whoosh's (up to the order of float additions), same hits.
+array per segment; the top `limit` come from a partition. Same scores as
+Whoosh's (up to the order of float additions), and the exact top N: Whoosh's own,
+which skips blocks of postings, missed better-scoring notes in 5 of 110 queries
+at 100k notes.
 
 It reads the postings through attributes of Whoosh's W3 codec that are not
 public API: `top_scores` returns None for anything it does not recognise (another
@@ -15,19 +17,17 @@ codec, another matcher class), and the caller falls back to Whoosh's search.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-# Whoosh keeps each document's field length as one byte (a logarithmic code): the table back.
-_LENGTH_OF_BYTE = None
 
-
+@functools.lru_cache(maxsize=1)
 def _length_table() -> np.ndarray:
-    global _LENGTH_OF_BYTE
-    if _LENGTH_OF_BYTE is None:
-        from whoosh.util.numeric import byte_to_length
+    """Whoosh keeps each document's field length as one byte (a logarithmic code): the table back."""
+    from whoosh.util.numeric import byte_to_length
 
-        _LENGTH_OF_BYTE = np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
-    return _LENGTH_OF_BYTE
+    return np.array([byte_to_length(b) for b in range(256)], dtype=np.float64)
 
 
 class SegmentArrays:
