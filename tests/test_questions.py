@@ -45,6 +45,8 @@ def test_the_question_share_counts_the_sentences_that_ask():
     assert question_share("Congrats! How did it feel to seal the deal?") == 0.5
     assert question_share("Is it 5433? Or 5432. Not sure!") == pytest.approx(1 / 3)
     assert question_share("") == 0.0
+    assert question_share("我们周二部署。你养什么宠物？") == 0.5  # full-width marks, no space after them
+    assert question_share("¿Qué mascota tienes? Yo tengo un gato.") == 0.5
 
 
 def test_a_turn_that_states_then_asks_asks_about_the_words_it_holds_only_in_its_question():

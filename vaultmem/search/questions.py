@@ -10,7 +10,7 @@ sessions?") matches "how does Tim stay motivated during study sessions" on the w
 it asks about, not on what it states.
 
 So a candidate's score is lowered by QUESTION_DISCOUNT times how much of it asks
-(asked_share): the share of its sentences that end in "?", or, when more, the share of
+(asked_share): the share of its sentences that end in "?" or "？", or, when more, the share of
 the query's words it holds that it holds only in those questions (0 for a statement;
 1 for a turn that only asks). What it loses goes to its reply, the memory said right
 after it in its conversation (search/neighbours.py): the evidence the question's words
@@ -30,11 +30,13 @@ import re
 
 # Chosen leave-one-conversation-out on LoCoMo from {0.1, 0.2, 0.3, 0.5} (README Benchmarks).
 QUESTION_DISCOUNT = 0.5
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at . ! ? and a space, or at the full-width 。！？ (Chinese and Japanese put no space after them).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
+_QUESTION_MARKS = ("?", "？")
 
 
 def question_share(text: str) -> float:
-    """The share of `text`'s sentences that are questions (end in "?"), 0..1."""
+    """The share of `text`'s sentences that are questions (end in "?" or "？"), 0..1."""
     sentences = _sentences(text)
     if not sentences:
         return 0.0
@@ -63,7 +65,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _asks(sentence: str) -> bool:
-    return sentence.rstrip().endswith("?")
+    return sentence.rstrip().endswith(_QUESTION_MARKS)
 
 
 def with_questions_discounted(fused: list, text_of, query_terms: frozenset = frozenset(), terms=None,
