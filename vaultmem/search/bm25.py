@@ -123,7 +123,6 @@ class Bm25Index:
         self._searcher = None
         self._filter_cache: dict = {}
         self._filter_cache_for = None
-        self._mask_cache, self._mask_cache_for = {}, None
         self._segment_arrays: dict = {}  # bm25_arrays.SegmentArrays by segment reader, kept across searchers
 
     def exists(self) -> bool:
@@ -203,7 +202,8 @@ class Bm25Index:
         return self._searcher
 
     def _filters(self, searcher, namespace, kind, statuses):
-        """Document sets for the filters, computed once per searcher (Whoosh would
+        """Document sets for the filters, and the same as one boolean array over the
+        document numbers (bm25_arrays.keep_mask), computed once per searcher (Whoosh would
         rebuild them on every search: the largest cost of a query at 10k notes).
 
         Statuses are applied as a mask of the few hidden notes, not as a set of
@@ -226,7 +226,8 @@ class Bm25Index:
                 hidden = [q.Term("status", s) for s in ("active", "stale", "archived", "suspended", "superseded")
                           if s not in statuses]
                 exclude = set(searcher.docs_for_query(q.Or(hidden))) if hidden else None
-            self._filter_cache[key] = (allow, exclude or None)
+            exclude = exclude or None
+            self._filter_cache[key] = (allow, exclude, bm25_arrays.keep_mask(searcher.doc_count_all(), allow, exclude))
         return self._filter_cache[key]
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
@@ -247,13 +248,12 @@ class Bm25Index:
         searcher = self._current_searcher()
         if searcher is None:
             return []
-        clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
-        allow, exclude = self._filters(searcher, namespace, kind, statuses)
+        allow, exclude, keep = self._filters(searcher, namespace, kind, statuses)
         if allow is not None and not allow:
             return []  # nothing passes the filter (Whoosh would read an empty set as no filter)
-        top = bm25_arrays.top_scores(searcher, self._segment_arrays, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1,
-                                     self._keep_mask(searcher, (namespace, kind, statuses), allow, exclude))
+        top = bm25_arrays.top_scores(searcher, self._segment_arrays, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1, keep)
         if top is None:  # postings this version of Whoosh lays out otherwise: its own (slower) search
+            clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
             results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude)
             top = [(hit.docnum, float(hit.score)) for hit in results]
         weights = _term_weights(searcher, terms)
@@ -261,14 +261,6 @@ class Bm25Index:
         held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
         return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
                 for docnum, score in top]
-
-    def _keep_mask(self, searcher, key, allow, exclude):
-        """keep_mask of a filter, made once per searcher (like the filter's sets)."""
-        if self._mask_cache_for is not searcher:
-            self._mask_cache, self._mask_cache_for = {}, searcher
-        if key not in self._mask_cache:
-            self._mask_cache[key] = bm25_arrays.keep_mask(searcher.doc_count_all(), allow, exclude)
-        return self._mask_cache[key]
 
 
 def _terms_held(searcher, docnums: list[int], terms: list[str]) -> dict[int, set[str]]:
