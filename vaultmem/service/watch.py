@@ -71,21 +71,23 @@ class ChangeCollector:
             self.last_at = now
         self.wake.set()
 
+    def _due_at(self) -> float:
+        """When the batch is due (caller holds the lock): DEBOUNCE after the last event, at
+        most MAX_DELAY after the first."""
+        return min(self.last_at + DEBOUNCE, self.first_at + MAX_DELAY)
+
     def due_in(self) -> float | None:
         """Seconds until the batch collected so far is due; None when there is none. The
         loop sleeps exactly that long, so an edit waits DEBOUNCE, not DEBOUNCE plus a poll."""
         with self.lock:
             if self.first_at is None:
                 return None
-            return max(0.0, min(self.last_at + DEBOUNCE, self.first_at + MAX_DELAY) - time.monotonic())
+            return max(0.0, self._due_at() - time.monotonic())
 
     def take_when_settled(self) -> tuple[set[str], bool] | None:
         """The batch once events paused (or waited long enough); None if not yet."""
         with self.lock:
-            if self.first_at is None:
-                return None
-            now = time.monotonic()
-            if now - self.last_at < DEBOUNCE and now - self.first_at < MAX_DELAY:
+            if self.first_at is None or time.monotonic() < self._due_at():
                 return None
             batch, rescan = self.paths, self.rescan
             self.paths, self.rescan, self.first_at = set(), False, None
