@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from vaultmem.store.catalog import rows_in
+from vaultmem.store.files import file_stamp
 
 EMBED_BATCH = 64
 SETTLED_NS = 50_000_000  # 50 ms: longer than any filesystem clock's tick
@@ -103,7 +104,7 @@ class VectorStore:
             file_id = (info.st_dev, info.st_ino)
         except FileNotFoundError:
             info = file_id = None
-        stamp = None if info is None else (*file_id, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        stamp = None if info is None else file_stamp(info)
         if stamp is not None and stamp == self._read_at:
             return self._rows[: self._rows_read]  # not written since it was read: no header to parse
         rows, dim, offset = _header(self.file)

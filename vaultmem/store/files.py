@@ -329,6 +329,13 @@ def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
         return handle.read(), info
 
 
+def file_stamp(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What tells one state of a file from another without reading it, for a reader that
+    remembers what it read (the ledger, the vector file): a rewrite of the same size (a
+    checkout) takes a new inode or a new change time."""
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
     """The same file, unchanged: same inode, size and modification time (an editor's
     save by rename makes a new inode; a write in place moves mtime)."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultmem.core.merge import GENESIS, ledger_record_hash
-from vaultmem.store.files import in_batch
+from vaultmem.store.files import file_stamp, in_batch
 
 # The hash of one ledger line: its fields (without `hash`) in canonical JSON (core/merge.py, which
 # writes merge records, defines it; `vaultmem.store.ledger.record_hash` is the name callers use).
@@ -131,9 +131,9 @@ class Ledger:
             if not in_batch():  # else the batch's one sync (files.batched_durability)
                 os.fsync(handle.fileno())
             end = handle.tell()
-            left_as = _stamp(os.fstat(handle.fileno()))
+            left_as = os.fstat(handle.fileno())
         self._take(records, offset, end, lines[-1].encode("utf-8"))
-        self._left_as = left_as if left_as[1] == end else None
+        self._left_as = file_stamp(left_as) if left_as.st_size == end else None
         return records
 
     # ------------------------------------------------------------ reading
@@ -146,7 +146,7 @@ class Ledger:
         except FileNotFoundError:
             info = None
         size = info.st_size if info else 0
-        if info and size == offset and _stamp(info) == self._left_as:
+        if info and size == offset and file_stamp(info) == self._left_as:
             return offset, seq, tip  # just as our own last append left it (a batch of adds): nothing to read
         self._left_as = None
         if size < offset or (size == 0 and offset) or (offset and not self._same_last_line()):
@@ -385,9 +385,3 @@ def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]],
                                     f"{note_id} was recorded ({record.get('op')} at {record.get('time')}) "
                                     "but no file holds it now", note_id))
     return problems
-
-
-def _stamp(info: os.stat_result) -> tuple[int, int, int, int]:
-    """What tells one state of the file from another without reading it: a rewrite of the
-    same size (a checkout) takes a new inode or a new change time."""
-    return info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
