@@ -138,3 +138,25 @@ def test_a_batch_cut_short_by_a_crash_leaves_its_notes_found_and_the_ledger_whol
     assert sorted(n.body.strip() for n in vault.notes()) == expected  # and this one, after the error
     assert sorted(h.note.body.strip() for h in vault.recall("build farm fact", min_score=0)) == expected
     run("verify", "--strict")
+
+
+def test_a_text_is_embedded_once_even_when_batches_end_early(vault_dir, monkeypatch):
+    """add_many embeds a batch's texts ahead; a batch that ends early (ADD_BATCH_SECONDS)
+    leaves texts for the next one, which must find their vectors instead of running the
+    model on them again (a 10k import ran it about seven times per text)."""
+    from vaultmem import vault as vault_module
+    from vaultmem.search import engine as engine_module
+
+    monkeypatch.setattr(vault_module, "ADD_BATCH_SECONDS", 0.0)  # every batch ends after its first add
+    monkeypatch.setattr(engine_module, "RECENT_VECTORS", 12)  # room for a little more than one batch
+    vault = Vault(vault_dir)
+    engine = engine_module.engine_for(vault)
+    engine._load_model()
+    embedder = engine.embedder
+    embedded, real_embed = [], embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts, kind="passage": (embedded.extend(texts),
+                                                                         real_embed(texts, kind))[1])
+    texts = [f"Sensor {i} in greenhouse {i % 3} reads humidity every {i + 2} minutes" for i in range(30)]
+    results = vault.add_many([{"text": t, "namespace": "farm"} for t in texts], batch=10)
+    assert [r.action for r in results] == ["added"] * 30
+    assert sorted(embedded) == sorted(texts)  # each text once: by the batch ahead, or by its own add

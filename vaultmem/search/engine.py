@@ -200,10 +200,18 @@ class RecallEngine:
             return None
         digest = text_hash(self.embedder.name, text)
         if digest not in self._recent:
-            if len(self._recent) > RECENT_VECTORS:
-                self._recent.clear()
+            self._keep_recent(RECENT_VECTORS - 1)
             self._recent[digest] = self.embedder.embed([text], kind="passage")[0]
         return self._recent[digest]
+
+    def _keep_recent(self, room: int, wanted: set[str] = frozenset()) -> None:
+        """Forget the oldest remembered vectors until at most `room` are left, never
+        one in `wanted`. Oldest first, not all at once: add_many embeds a batch's texts
+        ahead and its batch may end early (ADD_BATCH_SECONDS), so the next batch starts
+        with texts embedded for the last one; forgetting them meant running the model
+        on each text of a 10k import about seven times."""
+        for digest in [d for d in self._recent if d not in wanted][:max(0, len(self._recent) - room)]:
+            del self._recent[digest]
 
     def embed_passages(self, texts: list[str]) -> None:
         """Embed texts about to be added, in batches (add_many): each add's check and
@@ -213,10 +221,9 @@ class RecallEngine:
         self._load_model()
         if self.embedder is None or not texts:
             return
-        todo = list(dict.fromkeys(t for t in texts if text_hash(self.embedder.name, t) not in self._recent))
-        if len(self._recent) + len(todo) > RECENT_VECTORS:
-            self._recent.clear()  # texts of a batch are added in order: the older ones are done with
-            todo = list(dict.fromkeys(texts))
+        wanted = {text_hash(self.embedder.name, t): t for t in texts}
+        todo = [t for digest, t in wanted.items() if digest not in self._recent]
+        self._keep_recent(RECENT_VECTORS - len(todo), set(wanted))  # texts go in order: older ones are done with
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start:start + EMBED_BATCH]
             for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
