@@ -58,6 +58,10 @@ CASES = [
     ("sentence-start-not-name", "Staging uses Redis 7", "Production uses Redis 7", 0.9, U),
     ("swapped-roles", "Alice reports to Bob", "Bob reports to Alice", 0.95, U),
     ("qualified", "We deploy on Fridays except in December", "We deploy on Fridays", 0.88, U),
+    ("same-project-other-figures", "The monthly budget for Orion is 367 thousand euros, approved by Omar in June",
+     "The monthly budget for Orion is 319 thousand euros, approved by Mei in May", 0.95, U),
+    ("one-service-other-place", "Our billing service runs in Paris on 5 servers",
+     "Our billing service runs in Berlin on 3 servers", 0.9, U),
     # compatible: different facts that can both hold
     ("different-attribute", "Staging runs Postgres 16", "Staging runs in eu-west-1", 0.7, P),
     ("additive-likes", "Alice likes tea", "Alice likes biscuits", 0.7, P),
@@ -68,6 +72,10 @@ CASES = [
     ("time-vs-room", "Standup is in room 4B", "Standup is at 9:30", 0.7, P),
     ("adds-detail", "Standup is at 9:30 in the small meeting room", "Standup is at 9:30", 0.85, P),
     ("unrelated", "The cat is called Miso", "We deploy on Fridays", 0.3, P),
+    ("other-project-other-figures", "The monthly budget for Aurora is 54 thousand euros, approved by Omar in June",
+     "The monthly budget for Orion is 319 thousand euros, approved by Mei in May", 0.95, P),
+    ("other-service-other-port", "Service beta-3 listens on port 9000 in prod",
+     "Service alpha-17 listens on port 8123 in staging", 0.95, P),
 ]
 
 

@@ -92,6 +92,7 @@ STOP = set(_ws("""a an the and or but if then so as of to in on at for by with f
 HEDGES = set(_ws("probably maybe perhaps might possibly think guess unsure roughly approximately around believe seems"))
 STOP |= HEDGES
 NEG = set(_ws("not no never without none nobody nothing cannot stopped quit ceased не нет никогда без"))
+VERB_STOPS = set(_ws("go goes going gone get gets happen happens"))  # stopwords that are a sentence's verb
 AUX = set(_ws("do does did is are was were am will would can could should have has had больше"))
 BE = set(_ws("is are was were be been being get gets got"))
 DIRECTION = set(_ws("over than vs versus from to before after instead rather"))
@@ -346,6 +347,14 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     return Verdict("conflict", f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}", slot=True)
 
 
+def _names_subject(t: _Tok, p: _Parsed) -> bool:
+    """Is `t` a name the sentence is about: a name or code followed by its verb ("Orion is",
+    "beta-3 listens"), not one in the predicate ("runs in Berlin on ...")?"""
+    i = p.toks.index(t)
+    nxt = p.toks[i + 1] if i + 1 < len(p.toks) else None
+    return t.kind in ("name", "code") and nxt is not None and (nxt.key in BE | AUX | VERB_STOPS or nxt.kind == "word")
+
+
 def classify(new: str, old: str, similarity: float) -> Verdict:
     """How `new` relates to `old`: duplicate, conflict, unclear or compatible (see the module docstring)."""
     if (norm := re.sub(r"[\W_]+", " ", new.lower()).strip()) == re.sub(r"[\W_]+", " ", old.lower()).strip() and norm:
@@ -442,4 +451,11 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         # Ordinary words differ (beyond one each): two statements about one topic, not
         # two values for one slot ("Thanks, Gina! ..." vs "Thanks, Jon! ...").
         return Verdict("compatible", f"different statements: {_show(diff_a)} / {_show(diff_b)}")
+    if vals_a and vals_b and _names_subject(vals_a[0], a) and _names_subject(vals_b[0], b):
+        # Other subjects: "the budget for Orion is 319 ... by Mei in May" and "... for Aurora
+        # is 54 ... by Omar in June" are two projects, "the invoice job of kappa-44 runs ..." and
+        # "... of kappa-53 runs ..." two jobs (but "billing runs in Berlin on 3 servers" / "in
+        # Paris on 5" is one service, and "Postgres 14 runs on db-1" / "Postgres 16 runs on
+        # db-2" may be one upgrade).
+        return Verdict("compatible", f"other names, nothing named in common: {_show(vals_a)} / {_show(vals_b)}")
     return Verdict("unclear", f"several things differ: {_show(diff_a)} vs {_show(diff_b)}")
