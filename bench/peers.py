@@ -36,8 +36,10 @@ Rows, per size (one column per tool, and vaultmem / best peer: < 1 is vaultmem a
    its normal add).
 2. write, checks on (embeddings included where the tool has them): the first
    min(N, --checked-limit) adds into a fresh empty store, the same adds for
-   every tool; the total is extrapolated linearly to N when fewer were
-   measured (adds slow down as the store grows, so that underestimates), and
+   every tool (default 10,000: all of them up to the 10k the targets name);
+   the total is extrapolated linearly to N when fewer were measured (adds
+   slow down as the store grows, so that underestimates, by more for a tool
+   whose cost per add grows), and
    the mean ms/add of the first and last 200 adds shows the growth. vaultmem
    default `Vault.add` (recurrence / supersede / contest); skillmem
    `check_conflicts=True` (refuses near-duplicates: word overlap >= 0.7);
@@ -1034,7 +1036,7 @@ def main(argv=None) -> int:
                                           "(default: this one)")
     p.add_argument("--vaultmem-python", help="interpreter whose installed vaultmem is measured (default: this one)")
     p.add_argument("--tools", default=",".join(TOOLS), help="which of %(default)s to measure")
-    p.add_argument("--checked-limit", type=int, default=2000,
+    p.add_argument("--checked-limit", type=int, default=10000,
                    help="measure at most this many checks-on adds per tool and extrapolate (default %(default)s)")
     p.add_argument("--decay-timeout", type=float, default=180.0,
                    help="seconds vault.decay() may run before it is killed and reported as slower "
