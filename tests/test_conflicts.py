@@ -60,6 +60,8 @@ CASES = [
     ("qualified", "We deploy on Fridays except in December", "We deploy on Fridays", 0.88, U),
     ("same-project-other-figures", "The monthly budget for Orion is 367 thousand euros, approved by Omar in June",
      "The monthly budget for Orion is 319 thousand euros, approved by Mei in May", 0.95, U),
+    ("one-pipeline-other-tool", "Deploys of gamma-57 go through Buildkite and take about 10 minutes",
+     "Deploys of gamma-57 go through GitHub Actions and take about 354 minutes", 0.95, U),
     ("one-service-other-place", "Our billing service runs in Paris on 5 servers",
      "Our billing service runs in Berlin on 3 servers", 0.9, U),
     # compatible: different facts that can both hold
@@ -74,6 +76,10 @@ CASES = [
     ("unrelated", "The cat is called Miso", "We deploy on Fridays", 0.3, P),
     ("other-project-other-figures", "The monthly budget for Aurora is 54 thousand euros, approved by Omar in June",
      "The monthly budget for Orion is 319 thousand euros, approved by Mei in May", 0.95, P),
+    ("other-job-other-schedule", "The invoice job of kappa-44 runs every Sunday at 15:00 UTC and emails Liam Garcia",
+     "The invoice job of kappa-53 runs every Wednesday at 20:00 UTC and emails Olga Weber", 0.95, P),
+    ("other-pipeline-other-tool", "Deploys of theta-47 go through Buildkite and take about 10 minutes",
+     "Deploys of gamma-57 go through GitHub Actions and take about 354 minutes", 0.95, P),
     ("other-service-other-port", "Service beta-3 listens on port 9000 in prod",
      "Service alpha-17 listens on port 8123 in staging", 0.95, P),
 ]

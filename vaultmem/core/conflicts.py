@@ -38,7 +38,9 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
    compatible after an additive or role word, else unclear.
 7. Otherwise compatible if an additive verb is shared, or if, below similarity 0.8,
    ordinary words differ beyond one on a side (different statements on one topic,
-   negated or not); else unclear.
+   negated or not), or if each side's first differing value is a name or code its
+   sentence is about, followed by its verb ("Orion is ...", "kappa-44 runs ..."):
+   two subjects; else unclear.
 A hedge (probably, maybe, I think, might) turns a conflict into unclear.
 """
 
@@ -457,5 +459,5 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         # "... of kappa-53 runs ..." two jobs (but "billing runs in Berlin on 3 servers" / "in
         # Paris on 5" is one service, and "Postgres 14 runs on db-1" / "Postgres 16 runs on
         # db-2" may be one upgrade).
-        return Verdict("compatible", f"other names, nothing named in common: {_show(vals_a)} / {_show(vals_b)}")
+        return Verdict("compatible", f"other subjects: {_show(vals_a)} / {_show(vals_b)}")
     return Verdict("unclear", f"several things differ: {_show(diff_a)} vs {_show(diff_b)}")
