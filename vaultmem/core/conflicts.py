@@ -94,9 +94,9 @@ STOP = set(_ws("""a an the and or but if then so as of to in on at for by with f
 HEDGES = set(_ws("probably maybe perhaps might possibly think guess unsure roughly approximately around believe seems"))
 STOP |= HEDGES
 NEG = set(_ws("not no never without none nobody nothing cannot stopped quit ceased не нет никогда без"))
-VERB_STOPS = set(_ws("go goes going gone get gets happen happens"))  # stopwords that are a sentence's verb
 AUX = set(_ws("do does did is are was were am will would can could should have has had больше"))
 BE = set(_ws("is are was were be been being get gets got"))
+VERB_STOPS = BE | AUX | set(_ws("go goes going gone happen happens"))  # stopwords that can be a sentence's verb
 DIRECTION = set(_ws("over than vs versus from to before after instead rather"))
 SYN = {"db": "database", "led": "lead", "ran": "run", "began": "start", "begun": "start", "met": "meet", "went": "go",
        "using": "use", "used": "use", "favourite": "favorite", "colour": "color", "grew": "grow", "took": "take"}
@@ -352,9 +352,11 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
 def _names_subject(t: _Tok, p: _Parsed) -> bool:
     """Is `t` a name the sentence is about: a name or code followed by its verb ("Orion is",
     "beta-3 listens"), not one in the predicate ("runs in Berlin on ...")?"""
+    if t.kind not in ("name", "code"):
+        return False
     i = p.toks.index(t)
     nxt = p.toks[i + 1] if i + 1 < len(p.toks) else None
-    return t.kind in ("name", "code") and nxt is not None and (nxt.key in BE | AUX | VERB_STOPS or nxt.kind == "word")
+    return nxt is not None and (nxt.key in VERB_STOPS or nxt.kind == "word")
 
 
 def classify(new: str, old: str, similarity: float) -> Verdict:
