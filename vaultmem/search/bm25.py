@@ -22,7 +22,7 @@ from vaultmem.search import bm25_arrays
 from vaultmem.search.safe_whoosh import harden
 from vaultmem.search.whoosh_buffers import read_in_place
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: a short key in place of the indexed path and the unused id (10k notes: 5.6 -> 3.4 MB)
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
 # Lucene's defaults suit short notes better than Whoosh's (K1=1.2, B=0.75).
 BM25_K1 = 0.9
@@ -59,12 +59,14 @@ def analyzer():
 
 
 def schema():
-    from whoosh.fields import ID, KEYWORD, TEXT, Schema
+    from whoosh.fields import ID, KEYWORD, STORED, TEXT, Schema
 
     text = analyzer()
     return Schema(
-        id=ID(stored=True, unique=True),
-        path=ID(stored=True, unique=True),
+        # A document is found again (to replace or drop it) by a short key of its path, and the
+        # path itself is only stored: as an indexed term, the path was a third of the index.
+        key=ID(unique=True),
+        path=STORED(),
         # No positions (phrase=False): no query here is a phrase, and they were half the index.
         title=TEXT(analyzer=text, field_boost=SEARCH_FIELDS["title"], phrase=False),
         body=TEXT(analyzer=text, phrase=False),
@@ -88,13 +90,21 @@ def date_words(note: Note) -> str:
     return f"{created.day} {MONTH_NAMES[created.month - 1]} {created.year}"
 
 
+def path_key(path: str) -> str:
+    """The term a note's document is found again by: 64 bits of its path's hash (no two
+    paths of a vault share one in practice; a path is ~80 characters)."""
+    import hashlib
+
+    return hashlib.blake2b(path.encode("utf-8"), digest_size=8).hexdigest()
+
+
 def document(note: Note) -> dict:
     """The indexed form of a note. The title field holds only a real `# heading`
     (skills): a memory's title is its own first line, and indexing it twice
     would double-count those words."""
     has_heading = any(line.startswith("# ") for line in note.body.splitlines())
     return {
-        "id": note.id,
+        "key": path_key(note.path),
         "path": note.path,
         "title": note.title if has_heading else "",
         "body": f"{note.body}\n{date_words(note)}",
@@ -179,7 +189,7 @@ class Bm25Index:
         try:
             if not fresh:
                 for path in [*removed, *changed]:
-                    writer.delete_by_term("path", path)
+                    writer.delete_by_term("key", path_key(path))
             for note in changed.values():
                 writer.add_document(**document(note))
             writer.commit(optimize=len(changed) > 5000)
