@@ -246,3 +246,41 @@ def test_notes_that_start_alike_take_the_next_free_number_and_never_a_taken_name
     added = vault.add("And one more", "work", title="The deploy checklist for Atlas", merge=False, supersede=False)
     assert added.note.path.endswith(f"{stem}-6.md")
     assert (vault.root / f"memories/work/{stem}-5.md").read_text().endswith("mine\n")
+
+
+def test_a_folder_check_sees_only_that_folder_and_a_removed_folder_takes_its_sub_folders(vault_dir):
+    """The folder check reads a folder's notes by a range of paths: folders whose names only
+    start alike (`work-old`, `work.2`, `work0`) are other folders, a sub-folder is not the
+    folder's own, and a folder removed with its sub-folders takes all their notes with it."""
+    def note(rel):
+        path = vault_dir / "memories" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\nid: {rel.replace('/', '-').removesuffix('.md')}\n---\nA note at {rel}.\n")
+
+    for rel in ("work/a.md", "work/infra/b.md", "work-old/c.md", "work.2/d.md", "work0/e.md"):
+        note(rel)
+    reader = Vault(vault_dir)
+    assert len(reader.notes()) == 5
+    (vault_dir / "memories" / "work" / "a.md").unlink()  # moves memories/work's mtime only
+    assert sorted(n.id for n in reader.notes()) == ["work-infra-b", "work-old-c", "work.2-d", "work0-e"]
+    shutil.rmtree(vault_dir / "memories" / "work")  # moves memories/'s mtime: work/ and work/infra/ are gone
+    assert sorted(n.id for n in reader.notes()) == ["work-old-c", "work.2-d", "work0-e"]
+    assert sorted(n.id for n in Vault(vault_dir).catalog(full=True).notes) == ["work-old-c", "work.2-d", "work0-e"]
+
+
+def test_a_deleted_catalog_re_embeds_into_a_new_vector_file_not_onto_the_old_one(vault):
+    """Vector rows no table points into any more (the catalog deleted, or rebuilt by a newer
+    vaultmem) are dropped with their file, so the file holds one row per text, not two."""
+    import numpy as np
+
+    for word in ("alpha", "beta", "gamma"):
+        vault.add(f"The {word} cluster runs in Frankfurt", "infra", merge=False, supersede=False)
+    assert RecallEngine(vault).sync()["embedded"] == 3
+    vault.catalog().close()
+    for leftover in (vault.root / ".vaultmem" / "cache").glob("catalog.sqlite*"):
+        leftover.unlink()
+    again = Vault(vault.root)
+    assert RecallEngine(again).sync()["embedded"] == 3
+    vectors = next((vault.root / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
+    assert np.load(vectors, allow_pickle=False).shape[0] == 3
+    assert [h.note.text for h in again.recall("gamma cluster", k=1)] == ["The gamma cluster runs in Frankfurt"]

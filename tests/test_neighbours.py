@@ -36,7 +36,8 @@ def add_chat(vault, chat=CHAT) -> dict[str, str]:
 
 
 def order(*rows) -> SessionOrder:
-    return SessionOrder.of(rows)
+    """(path, session, created as ISO text) rows, as Catalog.session_order gives them (with datetimes)."""
+    return SessionOrder.of([(path, session, datetime.fromisoformat(created)) for path, session, created in rows])
 
 
 def test_the_predecessor_is_the_memory_said_last_before_in_the_same_session():
@@ -46,7 +47,7 @@ def test_the_predecessor_is_the_memory_said_last_before_in_the_same_session():
     assert [o.successor(p) for p in "abcx"] == ["b", "c", None, None]
     o.drop("b")
     assert o.predecessor("c") == "a"
-    o.put("b", "s", "2026-01-01T10:02:00+00:00")  # moved (its created changed): now last
+    o.put("b", "s", datetime.fromisoformat("2026-01-01T10:02:00+00:00"))  # moved (its created changed): now last
     assert (o.predecessor("b"), o.successor("c")) == ("c", "b")
 
 

@@ -426,8 +426,9 @@ class Vault:
         the error that refused it (the others still go in).
 
         What it saves is the per-add overhead: texts are embedded in batches for the
-        checks, the write lock is taken once per batch, and new notes and their ledger
-        lines are made durable by one filesystem sync per batch (files.batched_durability)."""
+        checks, the write lock is taken once per batch, new notes and their ledger
+        lines are made durable by one filesystem sync per batch (files.batched_durability),
+        and, with the checks on, the new notes go into the BM25 index in one commit at the end."""
         from vaultmem.ops.provenance import current_project
 
         here = current_project()  # the same for every item (the working folder's repository): found once
@@ -460,6 +461,10 @@ class Vault:
                 raise
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
+        if self.config.check_conflicts and any(isinstance(r, Added) and r.action == "added" for r in results):
+            from vaultmem.search.engine import engine_for
+
+            engine_for(self).sync()  # the new notes into the BM25 index: one commit, not one per batch
         return results
 
     def _write_contests(self) -> None:

@@ -117,11 +117,12 @@ def document(note: Note) -> dict:
     }
 
 
-def document_digest(note: Note) -> str:
-    """A fingerprint of what the index holds for a note: equal means no re-index is needed."""
+def document_digest(note: Note) -> bytes:
+    """A fingerprint of what the index holds for a note: equal means no re-index is needed
+    (16 raw bytes, as the catalog stores it)."""
     import hashlib
 
-    return hashlib.blake2b(json.dumps(document(note), sort_keys=True).encode("utf-8"), digest_size=16).hexdigest()
+    return hashlib.blake2b(json.dumps(document(note), sort_keys=True).encode("utf-8"), digest_size=16).digest()
 
 
 class Bm25Index:

@@ -84,9 +84,12 @@ SAME_SUBJECT_COSINE = 0.9
 SAME_SUBJECT_MIN_COSINE = 0.65
 SAME_SUBJECT_OVERLAP = 0.6
 NEVER_GRADED_RETRIEVABILITY = 0.9
-# An add's check matches up to this many new notes by hand before they go into
-# the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds).
+# Without a model, an add's check matches up to this many new notes by hand before they go
+# into the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds). With
+# one, the check asks only the vectors: new notes wait for the next recall (or the end of
+# add_many) up to the larger bound, which only limits the notes held for that commit.
 LEXICAL_BATCH = 200
+LEXICAL_BATCH_WITH_MODEL = 5000
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 TIME_WINDOW_BOOST = 1.25
 # Session context (with_session_context): a tenth of the best score among the candidates
@@ -281,7 +284,8 @@ class RecallEngine:
                 with self._index_lock():
                     embedded = self._update_vectors(catalog, changed, removed, fresh_view)
             self._gen = gen
-        if rebuild or (self._unindexed and (lexical or len(self._unindexed) > LEXICAL_BATCH)) \
+        deferred = LEXICAL_BATCH if self.vectors is None else LEXICAL_BATCH_WITH_MODEL
+        if rebuild or (self._unindexed and (lexical or len(self._unindexed) > deferred)) \
                 or (lexical and gen != self._lexical_gen):
             with self._index_lock():
                 indexed = self._update_lexical(catalog, rebuild)
@@ -319,7 +323,7 @@ class RecallEngine:
         digests = {path: document_digest(note) for path, (note, _h, _d) in pending.items()}
         write = {path: note for path, (note, _h, doc) in pending.items() if rebuild or digests[path] != doc}
         count = self.bm25.update(write, removed, fresh=rebuild)
-        catalog.mark_indexed({path: (digest, digests[path]) for path, (_n, digest, _d) in pending.items()}, removed)
+        catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in pending.items()}, removed)
         self._unindexed = {}
         return count
 

@@ -53,13 +53,13 @@ class SessionOrder:
             order.put(path, session, created)
         return order
 
-    def put(self, path: str, session: str | None, created: datetime | str | None) -> None:
+    def put(self, path: str, session: str | None, created: datetime | None) -> None:
         """Place (or move) the memory at `path`: first recorded in `session`, at `created`."""
         self.drop(path)
         session = conversation_of(session)
         if session is None or created is None:
             return
-        when = (datetime.fromisoformat(created) if isinstance(created, str) else created).timestamp()
+        when = created.timestamp()
         self._place[path] = (session, when)
         bisect.insort(self._sessions.setdefault(session, []), (when, path))
 

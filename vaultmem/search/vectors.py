@@ -81,7 +81,11 @@ class VectorStore:
         is read as raw bytes after its header: nothing is ever unpickled.)"""
         rows, _dim, _offset = _header(self.file)
         highest = self.db.execute("SELECT max(row) FROM vectors WHERE model = ?", (self.model,)).fetchone()[0]
-        if (highest is None or highest < rows) and (rows or not self.file.exists() or _is_ours(self.file)):
+        # Rows no table points into (the catalog was deleted, or rebuilt by a newer schema) would
+        # only be appended to again: every text is embedded anew either way, so the file goes too.
+        orphaned = highest is None and rows > 0
+        if not orphaned and (highest is None or highest < rows) and (rows or not self.file.exists()
+                                                                     or _is_ours(self.file)):
             return
         if self.file.exists():
             self.file.unlink()

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from dataclasses import fields
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -45,14 +45,19 @@ from vaultmem.core.model import Note
 from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
-SCHEMA_VERSION = 5  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states
+SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states;
+# 6: digests as 16-byte blobs, no folder column, a row's JSON without its columns, datetimes as seconds
 FULL_CHECK_SECONDS = 10.0
 RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 _TUPLE_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
-# What a row's JSON array holds: every field but the path (the row's key) and `present`
-# (which properties the file has: a bit per property name, as one integer).
-_NOTE_FIELDS = tuple(f.name for f in fields(Note) if f.name not in ("path", "present"))
+# What a row's JSON array holds: every field but those the row has as columns (path, id, type,
+# namespace, status) and `present` (which properties the file has: a bit per property name, as
+# one integer, at the end).
+_COLUMN_FIELDS = ("id", "type", "namespace", "status")
+_NOTE_FIELDS = tuple(f.name for f in fields(Note) if f.name not in ("path", "present", *_COLUMN_FIELDS))
+# What a query selects to rebuild a note (note_from_row).
+NOTE_COLUMNS = "path, id, type, namespace, status, note"
 _PROPERTY_BITS = {name: 1 << i for i, name in enumerate(sorted(
     ("id", "type", "namespace", "tags", "status", "tier", "strength", "state", "step", "stability", "difficulty",
      "due", "last_review", "reps", "lapses", "created", "updated", "decayed", "source", "explicit", "sessions",
@@ -62,26 +67,25 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS notes (
     path TEXT PRIMARY KEY,
-    folder TEXT NOT NULL,
     stem TEXT NOT NULL,
     id TEXT,
     mtime_ns INTEGER NOT NULL,
     size INTEGER NOT NULL,
-    hash TEXT NOT NULL,
+    hash BLOB NOT NULL,
     gen INTEGER NOT NULL,
     type TEXT,
     namespace TEXT,
     status TEXT,
     note TEXT,
     problem TEXT,
-    indexed TEXT,
-    indexed_doc TEXT
+    indexed INTEGER,
+    indexed_doc BLOB
 );
 CREATE INDEX IF NOT EXISTS notes_id ON notes(id);
 CREATE INDEX IF NOT EXISTS notes_stem ON notes(stem);
-CREATE INDEX IF NOT EXISTS notes_folder ON notes(folder);
 CREATE INDEX IF NOT EXISTS notes_gen ON notes(gen);
-CREATE INDEX IF NOT EXISTS notes_unindexed ON notes(path) WHERE indexed IS NOT hash;
+-- `indexed`: the generation of the row the BM25 index holds (a row rewritten since has a newer one)
+CREATE INDEX IF NOT EXISTS notes_unindexed ON notes(path) WHERE indexed IS NOT gen;
 -- the unreadable notes (pending_index and problems ask often: a scan of 100k rows took 50-130 ms)
 CREATE INDEX IF NOT EXISTS notes_unreadable ON notes(path) WHERE note IS NULL;
 CREATE TABLE IF NOT EXISTS removed (path TEXT PRIMARY KEY, gen INTEGER NOT NULL, indexed INTEGER NOT NULL)
@@ -107,21 +111,23 @@ def is_note_path(rel: str) -> bool:
             and not any(part.startswith(".") for part in parts))
 
 
-def content_digest(data: bytes) -> str:
-    """A file's fingerprint for change detection (not the ledger's hash: nothing is proven with it)."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def content_digest(data: bytes) -> bytes:
+    """A file's fingerprint for change detection (not the ledger's hash: nothing is proven with it);
+    16 raw bytes, as the catalog stores it."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 # ---------------------------------------------------------------- notes as rows
 
 def note_to_json(note: Note) -> str:
     """A note as a JSON array of its fields in the dataclass's order (no key names: 10k notes
-    would store them 10k times); the schema version changes when the fields do."""
+    would store them 10k times), datetimes as seconds since 1970 (UTC, whole seconds, as notes
+    hold them); the schema version changes when the fields do."""
     values = []
     for name in _NOTE_FIELDS:
         value = getattr(note, name)
         if isinstance(value, datetime):
-            value = value.isoformat()
+            value = _seconds(value)
         elif isinstance(value, (tuple, frozenset)):
             value = sorted(value) if isinstance(value, frozenset) else list(value)
         values.append(value)
@@ -136,20 +142,35 @@ def note_to_json(note: Note) -> str:
     return json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
 
-def note_from_json(text: str, path: str) -> Note:
+def note_from_row(path: str, note_id: str, note_type: str, namespace: str, status: str, text: str) -> Note:
+    """The note of a row selected as NOTE_COLUMNS."""
     values = json.loads(text)
     bits, *others = values.pop()
     data = dict(zip(_NOTE_FIELDS, values))
-    data["path"] = path
+    data.update(path=path, id=note_id, type=note_type, namespace=namespace, status=status)
     data["present"] = _present_set(bits, tuple(others))
     for name in _SHARED_TEXT_FIELDS:
         data[name] = sys.intern(data[name])
     for name in _DATETIME_FIELDS:
         if data.get(name) is not None:
-            data[name] = datetime.fromisoformat(data[name])
+            data[name] = _from_seconds(data[name])
     for name in _TUPLE_FIELDS:
         data[name] = tuple(data.get(name) or ())
     return Note(**data)
+
+
+def _seconds(value: datetime) -> int | str:
+    """A note's datetime as whole seconds since 1970 (9 bytes of JSON, not 25); one that holds
+    a fraction or lies outside what every platform converts back stays ISO text."""
+    if value.tzinfo is None or value.microsecond or not 1900 <= value.year <= 9999:
+        return value.isoformat()
+    return int(value.timestamp())
+
+
+def _from_seconds(value: int | str) -> datetime:
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return datetime.fromtimestamp(value, timezone.utc)
 
 
 # Fields with a few values shared by many notes: one string each, not one per note.
@@ -163,9 +184,8 @@ def _present_set(bits: int, others: tuple[str, ...]) -> frozenset[str]:
     return frozenset([name for name, bit in _PROPERTY_BITS.items() if bits & bit] + list(others))
 
 
-def _folder_and_stem(rel: str) -> tuple[str, str]:
-    folder, _, name = rel.rpartition("/")
-    return folder, name.removesuffix(".md")
+def _stem(rel: str) -> str:
+    return rel.rpartition("/")[2].removesuffix(".md")
 
 
 # ---------------------------------------------------------------- the catalog
@@ -294,23 +314,27 @@ class Catalog:
         listed = {f for f in moved if f in folders} | {f for f in folders if f not in known}
         known_files = {}
         for folder in listed:
-            for path, mtime, size in self.db.execute(
-                    "SELECT path, mtime_ns, size FROM notes WHERE folder = ?", (folder,)):
-                known_files[path] = (mtime, size)
+            known_files.update(self._stamps_under(folder, recursive=False))
         for folder in gone_folders:
-            for path, mtime, size in self.db.execute(
-                    "SELECT path, mtime_ns, size FROM notes WHERE folder = ? OR folder LIKE ? ESCAPE '\\'",
-                    (folder, _like_prefix(folder))):
-                known_files[path] = (mtime, size)
+            known_files.update(self._stamps_under(folder, recursive=True))
         changed = [rel for rel, stamp in files.items() if known_files.get(rel) != stamp]
         gone = [rel for rel in known_files if rel not in files]
         touched = self._apply(changed, gone, files)
         with self.transaction():
             for folder in gone_folders:
-                self.db.execute("DELETE FROM folders WHERE path = ? OR path LIKE ? ESCAPE '\\'",
-                                (folder, _like_prefix(folder)))
+                self.db.execute("DELETE FROM folders WHERE path = ? OR (path > ? AND path < ?)",
+                                (folder, folder + "/", folder + "0"))
             self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", folders.items())
         return touched
+
+    def _stamps_under(self, folder: str, recursive: bool) -> dict[str, tuple[int, int]]:
+        """(mtime, size) of the catalogued notes in `folder` (`recursive`: and in its sub-folders),
+        read by a range of the path key: every path under `folder/` sorts between `folder/` and
+        `folder0` ('0' follows '/')."""
+        start = len(folder) + 1
+        return {path: (mtime, size) for path, mtime, size in self.db.execute(
+                    "SELECT path, mtime_ns, size FROM notes WHERE path > ? AND path < ?", (folder + "/", folder + "0"))
+                if recursive or "/" not in path[start:]}
 
     def refresh_paths(self, paths: Iterable[str]) -> set[str]:
         """Re-check just these files (the watcher's events); returns those that changed."""
@@ -355,23 +379,22 @@ class Catalog:
         _shrink_wal(self.db, len(rows) + len(gone) + len(restamped))
         return touched
 
-    def _row(self, rel: str, data: bytes, digest: str, mtime: int, size: int) -> tuple:
-        folder, stem = _folder_and_stem(rel)
+    def _row(self, rel: str, data: bytes, digest: bytes, mtime: int, size: int) -> tuple:
         try:
             text = _decode(self.root / rel, data, self.max_bytes)
             note = self.read_note(rel, text)
-            return (rel, folder, stem, note.id, mtime, size, digest, note.type, note.namespace, note.status,
+            return (rel, _stem(rel), note.id, mtime, size, digest, note.type, note.namespace, note.status,
                     note_to_json(note), None)
         except NoteError as exc:
             # The id it names, if a line says it: `grade ID` on a broken note names its problem.
-            return (rel, folder, stem, _stated_id(data), mtime, size, digest, None, None, None, None,
+            return (rel, _stem(rel), _stated_id(data), mtime, size, digest, None, None, None, None,
                     f"{exc.problem}; {exc.fix}")
 
     def _write_rows(self, rows: list[tuple], gen: int) -> None:
         self.db.executemany(
-            "INSERT INTO notes (path, folder, stem, id, mtime_ns, size, hash, type, namespace, status, note, problem, "
-            "gen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(path) DO UPDATE SET folder = excluded.folder, stem = excluded.stem, id = excluded.id, "
+            "INSERT INTO notes (path, stem, id, mtime_ns, size, hash, type, namespace, status, note, problem, "
+            "gen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(path) DO UPDATE SET stem = excluded.stem, id = excluded.id, "
             "mtime_ns = excluded.mtime_ns, size = excluded.size, hash = excluded.hash, type = excluded.type, "
             "namespace = excluded.namespace, status = excluded.status, note = excluded.note, "
             "problem = excluded.problem, gen = excluded.gen",
@@ -435,12 +458,12 @@ class Catalog:
     # ------------------------------------------------------------ reading
 
     def by_id(self, note_id: str) -> list[Note]:
-        return [note_from_json(text, path) for path, text in self.db.execute(
-            "SELECT path, note FROM notes WHERE id = ? AND note IS NOT NULL ORDER BY path", (note_id,))]
+        return [note_from_row(*row) for row in self.db.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE id = ? AND note IS NOT NULL ORDER BY path", (note_id,))]
 
     def by_stem(self, stem: str) -> list[Note]:
-        return [note_from_json(text, path) for path, text in self.db.execute(
-            "SELECT path, note FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
+        return [note_from_row(*row) for row in self.db.execute(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE stem = ? AND note IS NOT NULL ORDER BY path", (stem,))]
 
     def problem_of(self, ref: str) -> tuple[str, str] | None:
         """(path, problem) of an unreadable note with this id or file name."""
@@ -460,16 +483,16 @@ class Catalog:
 
     def at(self, paths: Iterable[str]) -> dict[str, Note]:
         """The notes at these paths (those that exist and parse)."""
-        return {path: note_from_json(text, path) for path, text in rows_in(
-            self.db, "SELECT path, note FROM notes WHERE path IN ({marks}) AND note IS NOT NULL", paths)}
+        return {row[0]: note_from_row(*row) for row in rows_in(
+            self.db, f"SELECT {NOTE_COLUMNS} FROM notes WHERE path IN ({{marks}}) AND note IS NOT NULL", paths)}
 
     @property
     def notes(self) -> list[Note]:
         """Every readable note, by path (loaded once per generation)."""
         gen = self.generation
         if self._notes_cache is None or self._notes_cache[0] != gen:
-            self._notes_cache = (gen, [note_from_json(text, path) for path, text in self.db.execute(
-                "SELECT path, note FROM notes WHERE note IS NOT NULL ORDER BY path")])
+            self._notes_cache = (gen, [note_from_row(*row) for row in self.db.execute(
+                f"SELECT {NOTE_COLUMNS} FROM notes WHERE note IS NOT NULL ORDER BY path")])
         return self._notes_cache[1]
 
     @property
@@ -497,13 +520,13 @@ class Catalog:
         return list(self.db.execute(
             "SELECT path, id, type, namespace, status, hash FROM notes WHERE note IS NOT NULL"))
 
-    def session_order(self) -> list[tuple[str, str, str]]:
+    def session_order(self) -> list[tuple[str, str, datetime]]:
         """(path, first session, created) of every readable note that has a session: the order
         of a conversation's memories (search/neighbours.py), read without parsing the notes."""
         sessions, created = _NOTE_FIELDS.index("sessions"), _NOTE_FIELDS.index("created")
-        return list(self.db.execute(
+        return [(path, session, _from_seconds(when)) for path, session, when in self.db.execute(
             f"SELECT path, json_extract(note, '$[{sessions}][0]'), json_extract(note, '$[{created}]') FROM notes "
-            f"WHERE note IS NOT NULL AND json_extract(note, '$[{sessions}][0]') IS NOT NULL"))
+            f"WHERE note IS NOT NULL AND json_extract(note, '$[{sessions}][0]') IS NOT NULL")]
 
     def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
         return dict(rows_in(self.db, "SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL",
@@ -520,30 +543,31 @@ class Catalog:
         if current == gen:
             return current, {}, []
         changed, removed = {}, []
-        for path, text in self.db.execute("SELECT path, note FROM notes WHERE gen > ?", (gen,)):
-            if text is None:
-                removed.append(path)
+        for row in self.db.execute(f"SELECT {NOTE_COLUMNS} FROM notes WHERE gen > ?", (gen,)):
+            if row[-1] is None:
+                removed.append(row[0])
             else:
-                changed[path] = note_from_json(text, path)
+                changed[row[0]] = note_from_row(*row)
         removed += [path for (path,) in self.db.execute("SELECT path FROM removed WHERE gen > ?", (gen,))]
         return current, changed, removed
 
-    def pending_index(self) -> tuple[dict[str, tuple[Note, str, str | None]], list[str]]:
-        """What the BM25 index lacks: notes whose current bytes it has not seen
-        (path -> (note, file hash, digest of the document it holds)), and paths it
+    def pending_index(self) -> tuple[dict[str, tuple[Note, int, bytes | None]], list[str]]:
+        """What the BM25 index lacks: notes whose current row it has not seen
+        (path -> (note, the row's generation, digest of the document it holds)), and paths it
         holds that are gone or unreadable now."""
-        changed = {path: (note_from_json(text, path), digest, doc) for path, text, digest, doc in self.db.execute(
-            "SELECT path, note, hash, indexed_doc FROM notes WHERE indexed IS NOT hash AND note IS NOT NULL")}
+        changed = {row[0]: (note_from_row(*row[:6]), row[6], row[7]) for row in self.db.execute(
+            f"SELECT {NOTE_COLUMNS}, gen, indexed_doc FROM notes WHERE indexed IS NOT gen AND note IS NOT NULL")}
         unreadable = [path for (path,) in self.db.execute(
             "SELECT path FROM notes WHERE note IS NULL AND indexed_doc IS NOT NULL")]
         removed = [path for (path,) in self.db.execute("SELECT path FROM removed WHERE indexed = 1")]
         return changed, removed + unreadable
 
-    def mark_indexed(self, done: dict[str, tuple[str, str]], removed: list[str]) -> None:
-        """The BM25 index now holds these notes (path -> (file hash, document digest)) and none of `removed`."""
+    def mark_indexed(self, done: dict[str, tuple[int, bytes]], removed: list[str]) -> None:
+        """The BM25 index now holds these notes (path -> (the row's generation, document digest))
+        and none of `removed`. A row rewritten since keeps its newer generation: still pending."""
         with self.transaction():
-            self.db.executemany("UPDATE notes SET indexed = ?, indexed_doc = ? WHERE path = ? AND hash = ?",
-                                [(digest, doc, path, digest) for path, (digest, doc) in done.items()])
+            self.db.executemany("UPDATE notes SET indexed = ?, indexed_doc = ? WHERE path = ? AND gen = ?",
+                                [(gen, doc, path, gen) for path, (gen, doc) in done.items()])
             self.db.executemany("UPDATE notes SET indexed = NULL, indexed_doc = NULL WHERE path = ? AND note IS NULL",
                                 [(path,) for path in removed])
             self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
@@ -617,11 +641,6 @@ def _meta(db: sqlite3.Connection, key: str) -> str | None:
     except sqlite3.OperationalError:
         return None
     return None if row is None else row[0]
-
-
-def _like_prefix(folder: str) -> str:
-    escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
 
 
 def _decode(path: Path, data: bytes, max_bytes: int) -> str:
