@@ -461,7 +461,9 @@ class Vault:
                 raise
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
-        if self.config.check_conflicts and any(isinstance(r, Added) and r.action == "added" for r in results):
+        checked = any(item.get("merge", True) or item.get("supersede", True) for item in items)
+        if self.config.check_conflicts and checked and any(isinstance(r, Added) and r.action == "added"
+                                                           for r in results):
             from vaultmem.search.engine import engine_for
 
             engine_for(self).sync()  # the new notes into the BM25 index: one commit, not one per batch

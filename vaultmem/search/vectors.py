@@ -35,6 +35,9 @@ from vaultmem.store.catalog import rows_in
 from vaultmem.store.files import file_stamp
 
 EMBED_BATCH = 64
+# A search allowed fewer than 1 in SUBSET_SHARE of the rows gathers those rows instead of
+# multiplying the whole matrix (gathering costs about as much per row as the product).
+SUBSET_SHARE = 4
 SETTLED_NS = 50_000_000  # 50 ms: longer than any filesystem clock's tick
 DTYPE = np.dtype("i1")
 _SCHEMA = """
@@ -217,13 +220,23 @@ class VectorStore:
         matrix = self.matrix
         if not len(rows) or matrix.shape[0] == 0:
             return []
-        scores = (matrix @ query_vector.astype(np.float32))[rows]
-        if mask is not None:
-            scores = np.where(mask, scores, -np.inf)
-        limit = min(limit, len(rows))
+        query_vector = query_vector.astype(np.float32)
+        if mask is not None and (allowed := np.flatnonzero(mask)).size * SUBSET_SHARE < len(rows):
+            # A few allowed (one namespace, as add's check asks): only their rows are multiplied.
+            if not allowed.size:
+                return []
+            scores = matrix[rows[allowed]] @ query_vector
+            positions = allowed
+        else:
+            scores = (matrix @ query_vector)[rows]
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            positions = None
+        limit = min(limit, len(scores))
         top = np.argpartition(-scores, limit - 1)[:limit]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(i), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return [(int(i if positions is None else positions[i]), float(scores[i])) for i in top
+                if np.isfinite(scores[i])]
 
 
 def quantize(vectors: np.ndarray) -> np.ndarray:

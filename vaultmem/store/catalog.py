@@ -572,7 +572,10 @@ class Catalog:
                                 [(path,) for path in removed])
             self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
             self.db.execute("DELETE FROM removed WHERE indexed = 0 AND gen < ?", (self.generation - 10_000,))
-        _shrink_wal(self.db, len(done) + len(removed))
+        if len(done) >= BIG_TRANSACTION and 4 * len(done) >= self.count():
+            compact(self.db)  # most rows just grew by their index state: the pages they split, packed again
+        else:
+            _shrink_wal(self.db, len(done) + len(removed))
 
     def forget_index(self) -> None:
         """The BM25 index was deleted or rebuilt from nothing: every note is pending again."""
