@@ -284,3 +284,28 @@ def test_a_deleted_catalog_re_embeds_into_a_new_vector_file_not_onto_the_old_one
     vectors = next((vault.root / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
     assert np.load(vectors, allow_pickle=False).shape[0] == 3
     assert [h.note.text for h in again.recall("gamma cluster", k=1)] == ["The gamma cluster runs in Frankfurt"]
+
+
+def test_a_search_of_a_few_allowed_rows_finds_what_the_whole_product_finds(monkeypatch):
+    """An add's check searches one namespace: only its rows are multiplied, with the same
+    nearest rows and cosines as a product over the whole matrix."""
+    import numpy as np
+
+    from vaultmem.search import vectors
+
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(2000, 32)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    store = object.__new__(vectors.VectorStore)
+    monkeypatch.setattr(vectors.VectorStore, "matrix", property(lambda self: matrix))
+    rows = rng.permutation(2000)
+    for share in (0.03, 0.6):
+        mask = rng.random(2000) < share
+        found = store.search(matrix[7], rows, 8, mask)
+        monkeypatch.setattr(vectors, "SUBSET_SHARE", 0)  # always the whole product
+        whole = store.search(matrix[7], rows, 8, mask)
+        monkeypatch.setattr(vectors, "SUBSET_SHARE", 4)
+        assert [slot for slot, _c in found] == [slot for slot, _c in whole] and len(found) == 8
+        assert np.allclose([c for _s, c in found], [c for _s, c in whole], atol=1e-6)
+        assert all(mask[slot] for slot, _c in found)
+    assert store.search(matrix[7], rows, 8, np.zeros(2000, dtype=bool)) == []
