@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LOAD_SQLITE = """
 import sys, time
-from vaultmem.store.catalog import Catalog, note_from_json
+from vaultmem.store.catalog import NOTE_COLUMNS, note_from_row
 import sqlite3
 t = time.perf_counter()
 db = sqlite3.connect(sys.argv[1])
-notes = [note_from_json(text, path) for path, text in db.execute("SELECT path, note FROM notes WHERE note IS NOT NULL")]
+notes = [note_from_row(*row) for row in db.execute(f"SELECT {NOTE_COLUMNS} FROM notes WHERE note IS NOT NULL")]
 print((time.perf_counter() - t) * 1000, len(notes))
 """
 LOAD_PICKLE = """
@@ -41,11 +41,11 @@ print((time.perf_counter() - t) * 1000, len(notes))
 """
 ONE_SQLITE = """
 import sys, time, sqlite3
-from vaultmem.store.catalog import note_from_json
+from vaultmem.store.catalog import NOTE_COLUMNS, note_from_row
 t = time.perf_counter()
 db = sqlite3.connect(sys.argv[1])
-found = db.execute("SELECT path, note FROM notes WHERE id = ?", (sys.argv[2],))
-rows = [note_from_json(text, path) for path, text in found]
+found = db.execute(f"SELECT {NOTE_COLUMNS} FROM notes WHERE id = ?", (sys.argv[2],))
+rows = [note_from_row(*row) for row in found]
 print((time.perf_counter() - t) * 1000, len(rows))
 """
 ONE_PICKLE = """
