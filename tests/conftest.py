@@ -14,6 +14,12 @@ from click.testing import CliRunner
 from vaultmem.cli.main import cli
 from vaultmem.vault import Vault, init_vault
 
+# Let pytest keep the test modules it rewrites (and the hypothesis and anyio modules it rewrites
+# as plugins' code) in __pycache__: with PYTHONDONTWRITEBYTECODE set (as on CI) each worker
+# rewrote and compiled ~160 modules again on every run, 3-5 s before the first test. Only this
+# process: the `vaultmem` processes the tests start still inherit the variable.
+sys.dont_write_bytecode = False
+
 T0 = "2026-01-05T09:00:00"
 # The model tests run with unless marked `real_model`: the cheap stand-in. To run
 # the whole suite on the real model: VAULTMEM_TEST_MODEL=default pytest
