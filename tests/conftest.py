@@ -60,6 +60,7 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.delenv("VAULTMEM_VAULT", raising=False)
     if request.node.get_closest_marker("real_model"):
         monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
+        _share_the_default_model(monkeypatch)
     else:
         monkeypatch.setenv("VAULTMEM_MODEL", TEST_MODEL)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
@@ -68,6 +69,30 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.setenv("VAULTMEM_AUTODECAY", "off")  # ... or a background decay
     yield
     _forget_engines()
+
+
+_DEFAULT_MODELS: dict = {}
+
+
+def _share_the_default_model(monkeypatch) -> None:
+    """The recall engines of a `real_model` test get the packaged model this process loaded
+    already: the same files give the same vectors, and loading them again for each of the ~60
+    tests cost ~0.1 s each. Only the engine's load is shared (keyed by the prepared-model folder
+    in use); test_embed.py calls load_embedder itself and still loads, prepares and repairs the
+    model every time, and a `vaultmem` process loads its own."""
+    from vaultmem.search import embed
+
+    load = embed.load_embedder
+
+    def shared(spec=None):
+        if spec not in (None, "default"):
+            return load(spec)
+        key = os.environ.get("VAULTMEM_MODEL_CACHE")
+        if key not in _DEFAULT_MODELS:
+            _DEFAULT_MODELS[key] = load(spec)
+        return _DEFAULT_MODELS[key]
+
+    monkeypatch.setattr(embed, "load_embedder", shared)
 
 
 def _forget_engines() -> None:
