@@ -23,10 +23,23 @@ sys.dont_write_bytecode = False
 
 # Temp folders (tmp_path, and those of the processes the tests start) in memory when the run does
 # not choose its own TMPDIR: every note vaultmem writes is fsynced, file and folder, and on a disk
-# those waits were a third of the suite's time (tmpfs makes an fsync free, as obsidian_vectors.py
-# does for its scratch vaults). The workers pytest -n starts inherit it.
-if "TMPDIR" not in os.environ and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
-    os.environ["TMPDIR"] = "/dev/shm"
+# those waits were more than half the time of test_bm25_arrays, test_reliability and test_catalog
+# (tmpfs makes an fsync free, as obsidian_vectors.py does for its scratch vaults). The workers pytest -n starts inherit it. Only with room to spare:
+# a run leaves ~0.5 GB (copies of the model among it) and pytest keeps the last three runs'; a
+# container's /dev/shm is often 64 MB.
+SHM, SHM_NEEDED = "/dev/shm", 4 * 1024 ** 3
+
+
+def _shm_free() -> int:
+    try:
+        stat = os.statvfs(SHM)
+    except OSError:
+        return 0
+    return stat.f_bavail * stat.f_frsize if os.access(SHM, os.W_OK | os.X_OK) else 0
+
+
+if "TMPDIR" not in os.environ and _shm_free() >= SHM_NEEDED:
+    os.environ["TMPDIR"] = SHM
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 T0 = "2026-01-05T09:00:00"
