@@ -24,9 +24,9 @@ sys.dont_write_bytecode = False
 # Temp folders (tmp_path, and those of the processes the tests start) in memory when the run does
 # not choose its own TMPDIR: every note vaultmem writes is fsynced, file and folder, and on a disk
 # those waits were more than half the time of test_bm25_arrays, test_reliability and test_catalog
-# (tmpfs makes an fsync free, as obsidian_vectors.py does for its scratch vaults). The workers pytest -n starts inherit it. Only with room to spare:
-# a run leaves ~0.5 GB (copies of the model among it) and pytest keeps the last three runs'; a
-# container's /dev/shm is often 64 MB.
+# (tmpfs makes an fsync free, as obsidian_vectors.py does for its scratch vaults). The workers
+# pytest -n starts inherit it. Only with room to spare: a run leaves ~0.5 GB (copies of the model
+# among it), pytest keeps the last three runs', and a container's /dev/shm is often 64 MB.
 SHM, SHM_NEEDED = "/dev/shm", 4 * 1024 ** 3
 
 
