@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,33 @@ from click.testing import CliRunner
 
 from vaultmem.cli.main import cli
 from vaultmem.vault import Vault, init_vault
+
+# Let pytest keep the test modules it rewrites (and the hypothesis and anyio modules it rewrites
+# as plugins' code) in __pycache__: with PYTHONDONTWRITEBYTECODE set (as on CI) each worker
+# rewrote and compiled ~160 modules again on every run, 3-5 s before the first test. Only this
+# process: the `vaultmem` processes the tests start still inherit the variable.
+sys.dont_write_bytecode = False
+
+# Temp folders (tmp_path, and those of the processes the tests start) in memory when the run does
+# not choose its own TMPDIR: every note vaultmem writes is fsynced, file and folder, and on a disk
+# those waits were more than half the time of test_bm25_arrays, test_reliability and test_catalog
+# (tmpfs makes an fsync free, as obsidian_vectors.py does for its scratch vaults). The workers
+# pytest -n starts inherit it. Only with room to spare: a run leaves ~0.5 GB (copies of the model
+# among it), pytest keeps the last three runs', and a container's /dev/shm is often 64 MB.
+SHM, SHM_NEEDED = "/dev/shm", 4 * 1024 ** 3
+
+
+def _shm_free() -> int:
+    try:
+        stat = os.statvfs(SHM)
+    except OSError:
+        return 0
+    return stat.f_bavail * stat.f_frsize if os.access(SHM, os.W_OK | os.X_OK) else 0
+
+
+if "TMPDIR" not in os.environ and _shm_free() >= SHM_NEEDED:
+    os.environ["TMPDIR"] = SHM
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 
 T0 = "2026-01-05T09:00:00"
 # The model tests run with unless marked `real_model`: the cheap stand-in. To run
@@ -45,6 +73,7 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.delenv("VAULTMEM_VAULT", raising=False)
     if request.node.get_closest_marker("real_model"):
         monkeypatch.delenv("VAULTMEM_MODEL", raising=False)
+        _share_the_default_model(monkeypatch)
     else:
         monkeypatch.setenv("VAULTMEM_MODEL", TEST_MODEL)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
@@ -53,6 +82,30 @@ def isolated_env(request, tmp_path, monkeypatch):
     monkeypatch.setenv("VAULTMEM_AUTODECAY", "off")  # ... or a background decay
     yield
     _forget_engines()
+
+
+_DEFAULT_MODELS: dict = {}
+
+
+def _share_the_default_model(monkeypatch) -> None:
+    """The recall engines of a `real_model` test get the packaged model this process loaded
+    already: the same files give the same vectors, and loading them again for each of the ~60
+    tests cost ~0.1 s each. Only the engine's load is shared (keyed by the prepared-model folder
+    in use); test_embed.py calls load_embedder itself and still loads, prepares and repairs the
+    model every time, and a `vaultmem` process loads its own."""
+    from vaultmem.search import embed
+
+    load = embed.load_embedder
+
+    def shared(spec=None):
+        if spec not in (None, "default"):
+            return load(spec)
+        key = os.environ.get("VAULTMEM_MODEL_CACHE")
+        if key not in _DEFAULT_MODELS:
+            _DEFAULT_MODELS[key] = load(spec)
+        return _DEFAULT_MODELS[key]
+
+    monkeypatch.setattr(embed, "load_embedder", shared)
 
 
 def _forget_engines() -> None:

@@ -145,7 +145,7 @@ def test_a_hand_edit_seen_by_the_watcher_is_recorded_not_flagged(vault_dir, watc
 
 def test_a_watcher_started_with_idle_exit_stops_when_no_one_asks(vault_dir):
     process = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir),
-                                "watch", "--idle-exit", "2"],
+                                "watch", "--idle-exit", "1"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready, _, _ = select.select([process.stdout], [], [], 120)
