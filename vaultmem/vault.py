@@ -899,6 +899,7 @@ class Vault:
         rel = rel.replace("\\", "/").lstrip("/")
         if ".." in rel.split("/") or not is_note_path(rel):
             raise BadInput(f"{rel!r} is not a note path inside the vault (memories/, skills/ or archive/, *.md)")
+        self.check_size(rel, text)  # first: screening a text over the limit for secrets took seconds
         self.screen(text, False, f"note file {rel}")  # restored byte for byte: refused, never masked
         path = self.root / rel
         with self.write_lock():
@@ -906,7 +907,6 @@ class Vault:
                 if read_text(path, self.config.max_note_bytes) == text:
                     return self.read_note(rel)
                 raise ConflictError(f"{rel} exists with different text; move it aside or import into an empty vault")
-            self.check_size(rel, text)
             note = parse(text, rel, self.defaults_for(rel, path))
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
