@@ -35,6 +35,14 @@ decides and memory state only breaks near-ties:
                  (+ 0.3 * word-by-word alignment for the 10 best, when
                   `recall.rerank_words` is on: search/rerank.py)
 
+The cross-lingual route: with the default (English-only) model, a query that does
+not look English (search/relevance.py, `looks_english`) is embedded by the
+cross-lingual model (search/crosslingual.py) and searched against that model's
+own vectors of the notes (a second VectorStore, filled by the first such query
+and then only for notes changed since), with the same filters and fusion on that
+model's floor, and abstention on its `min_score`. Every other query takes the
+path above unchanged; `similar()` (add's checks) stays on the vault's model.
+
 Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
 dragging the stronger one down: a note that ranks 1st lexically on one word
 and a note that matches the query's meaning are not equals.
