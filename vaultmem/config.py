@@ -14,6 +14,11 @@ import yaml
 
 from vaultmem.errors import BadInput
 
+# recall.crosslingual: "auto" (route a query that does not look English to the cross-lingual
+# model when the vault uses the default model and the package loads) or "off".
+CrossLingual = str
+CROSSLINGUAL_VALUES = ("auto", "off")
+
 
 @dataclass(frozen=True)
 class Config:
@@ -42,6 +47,9 @@ class Config:
     recall_min_agreement: float | None = None
     # Rerank the best candidates by word-by-word alignment (search/rerank.py): better ranking, ~20 ms a query.
     recall_rerank_words: bool = False
+    # A query that does not look English goes to the cross-lingual model (search/crosslingual.py):
+    # "auto" when the default model answers and the package loads; "off": every query to the vault's model.
+    recall_crosslingual: CrossLingual = "auto"
     # Notes larger than this are reported and skipped rather than read.
     max_note_bytes: int = 1_000_000
     # Promotion gates (tiers.py).
@@ -79,7 +87,8 @@ SECTIONS: dict[str, dict[str, str]] = {
     },
     "notes": {"default_tier": "default_tier", "max_note_bytes": "max_note_bytes"},
     "recall": {"top_k": "recall_top_k", "model": "model", "min_score": "recall_min_score",
-               "min_agreement": "recall_min_agreement", "rerank_words": "recall_rerank_words"},
+               "min_agreement": "recall_min_agreement", "rerank_words": "recall_rerank_words",
+               "crosslingual": "recall_crosslingual"},
     "promotion": {
         "l1_sessions": "l1_sessions",
         "l2_sessions": "l2_sessions",
@@ -123,6 +132,7 @@ recall:
   min_score: auto  # relevance a hit needs (0..1); auto: the model's calibrated floor; 0: never empty
   min_agreement: auto  # word-by-word agreement a hit found by meaning needs (0..1); auto: the model's; 0: off
   rerank_words: false  # rerank the 10 best by word-by-word alignment: better ranking, one model run a query
+  crosslingual: auto   # a query not in English is answered by USE multilingual (with model: default); off: never
 
 promotion:               # tiers are earned: evidence = added again or graded good
   l1_sessions: 2         # L0 observed -> L1 remembered after this many distinct sessions
@@ -167,11 +177,13 @@ def load_config(path: Path) -> Config:
 
 
 def _coerce(path: Path, key: str, value, type_name: str):
-    converters = {"float": float, "int": int, "str": str, "bool": _boolean, "float | None": _score_or_auto}
+    converters = {"float": float, "int": int, "str": str, "bool": _boolean, "float | None": _score_or_auto,
+                  "CrossLingual": _crosslingual}
     try:
         return converters[type_name](value)
     except (TypeError, ValueError):
-        wanted = {"float | None": "number from 0 to 1, or auto"}.get(type_name, type_name)
+        wanted = {"float | None": "number from 0 to 1, or auto",
+                  "CrossLingual": "value: " + " or ".join(CROSSLINGUAL_VALUES)}.get(type_name, type_name)
         raise BadInput(f"{path}: {key} should be a {wanted}, got {value!r}") from None
 
 
@@ -181,6 +193,15 @@ def _score_or_auto(value) -> float | None:
     if isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
         raise ValueError(value)
     return float(value)
+
+
+def _crosslingual(value) -> str:
+    if value is False:  # YAML reads a bare `off` as false
+        return "off"
+    text = str(value).strip().lower()
+    if text not in CROSSLINGUAL_VALUES:
+        raise ValueError(value)
+    return text
 
 
 def _boolean(value) -> bool:

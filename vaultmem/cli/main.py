@@ -222,6 +222,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope, min_score)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
+        crosslingual_problem = answer.get("crosslingual_problem")
     else:
         from vaultmem.clock import now as clock_now
         from vaultmem.core.present import hit_dicts
@@ -233,10 +234,12 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
                            min_score=min_score)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = vault.catalog().problems
-        model_problem = engine_for(vault).model_problem
+        engine = engine_for(vault)
+        model_problem = engine.model_problem
+        crosslingual_problem = engine.crosslingual_problem_for(query)
     from vaultmem.cli.output import print_recall
 
-    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain)
+    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem)
 
 
 @cli.command()
@@ -552,6 +555,11 @@ def health(out, vault_path):
                  + (f", {len(ledger['torn'])} torn records (cut short by a crash)" if ledger["torn"] else ""))
     lines += [f"  tampering: {sign}" for sign in ledger["tampering"]]
     lines.append("model: " + (status["model"] or f"unavailable, recall is lexical only ({status['model_problem']})"))
+    if status.get("crosslingual") or status.get("crosslingual_problem"):
+        lines.append("cross-lingual: " + (f"{status['crosslingual']} answers queries not in English"
+                                          if status["crosslingual"] else
+                                          f"unavailable, queries not in English go to the English model "
+                                          f"({status['crosslingual_problem']})"))
     stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
     if status["embeddings_stale"]:
         stale.append(f"{status['embeddings_stale']} notes not yet embedded")

@@ -41,13 +41,17 @@ def warn_skipped(problems: list) -> None:
 
 
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
-                 as_json: bool, quiet: bool, explain: bool) -> None:
-    """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process)."""
+                 as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None) -> None:
+    """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process).
+    `crosslingual_problem`: why a query in another language was answered by the English model."""
     if quiet:
         return
     warn_skipped(problems)
     if model_problem:
         print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
+    elif crosslingual_problem:
+        print(f"vaultmem: warning: answered by the English model, cross-lingual recall is unavailable: "
+              f"{crosslingual_problem}", file=sys.stderr)
     if as_json:
         print(to_json(hits))
         return

