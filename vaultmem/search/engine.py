@@ -371,21 +371,31 @@ class RecallEngine:
     def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool) -> int:
         """Give every note whose bytes changed the row of its text's vector (the model
         runs only for texts never embedded); returns how many texts were embedded."""
-        have = self.vectors.rows_of_paths(None if fresh_view else [*changed, *removed])
-        hashes = catalog.hashes() if fresh_view else catalog.hashes_of(changed)
+        return self._match_rows(catalog, self.vectors, self.embedder, MODEL_ROW,
+                                None if fresh_view else [*changed, *removed], changed, self._recent)
+
+    def _match_rows(self, catalog, store, model, field: str, paths: list[str] | None,
+                    changed: dict[str, Note] | None = None, known: dict | None = None) -> int:
+        """Give the view's notes at `paths` (None: every note) the rows of their texts'
+        vectors in `store` (the view's `field`), running `model` only for texts it never
+        embedded (`known`: vectors at hand; `changed`: notes already read, by path), and
+        forget notes gone. Returns how many texts were embedded."""
+        changed = changed or {}
+        have = store.rows_of_paths(paths)
+        hashes = catalog.hashes() if paths is None else catalog.hashes_of(paths)
         stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
         notes = {p: changed[p] for p in stale if p in changed}
         notes.update(catalog.at([p for p in stale if p not in changed]))
-        gone = [p for p in have if (p not in hashes if fresh_view else self._view.slot(p) is None)]
+        gone = [p for p in have if (p not in hashes if paths is None else self._view.slot(p) is None)]
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent)
+            rows, embedded = store.update(work, gone, model, known)
         for path, (row, _digest) in have.items():
             if path not in rows:
-                self._view.set_row(path, row)
+                self._view.set_row(path, row, field)
         for path, row in rows.items():
-            self._view.set_row(path, row)
+            self._view.set_row(path, row, field)
         return embedded
 
     def _update_crosslingual(self) -> int:
@@ -397,24 +407,10 @@ class RecallEngine:
             self._xl_gen, self._xl_dirty = -1, set()
         if self._xl_gen == self._gen and self._xl_gen >= 0:
             return 0
-        catalog = self.vault.catalog(refresh=False)
-        fresh, dirty = self._xl_gen < 0, list(self._xl_dirty)
         with self._index_lock():
-            store = self.crosslingual_vectors
-            have = store.rows_of_paths(None if fresh else dirty)
-            hashes = catalog.hashes() if fresh else catalog.hashes_of(dirty)
-            stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
-            notes = catalog.at(stale)
-            gone = [p for p in have if (p not in hashes if fresh else self._view.slot(p) is None)]
-            rows, embedded = {}, 0
-            if notes or gone:
-                work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-                rows, embedded = store.update(work, gone, self.crosslingual)
-        for path, (row, _digest) in have.items():
-            if path not in rows:
-                self._view.set_row(path, row, CROSSLINGUAL_ROW)
-        for path, row in rows.items():
-            self._view.set_row(path, row, CROSSLINGUAL_ROW)
+            embedded = self._match_rows(self.vault.catalog(refresh=False), self.crosslingual_vectors,
+                                        self.crosslingual, CROSSLINGUAL_ROW,
+                                        None if self._xl_gen < 0 else list(self._xl_dirty))
         self._xl_gen, self._xl_dirty = self._gen, set()
         self._xl_file = _file_id(self.crosslingual_vectors.file)
         return embedded
