@@ -309,3 +309,27 @@ def test_a_search_of_a_few_allowed_rows_finds_what_the_whole_product_finds(monke
         assert np.allclose([c for _s, c in found], [c for _s, c in whole], atol=1e-6)
         assert all(mask[slot] for slot, _c in found)
     assert store.search(matrix[7], rows, 8, np.zeros(2000, dtype=bool)) == []
+
+
+def test_a_catalog_of_another_schema_is_rebuilt_without_running_the_model_again(vault):
+    """An upgrade that changes the catalog's schema re-parses the vault, but the texts it
+    embedded keep their vectors: the model runs on nothing and the vector file does not grow."""
+    import numpy as np
+
+    for word in ("alpha", "beta", "gamma"):
+        vault.add(f"The {word} cluster runs in Frankfurt", "infra", merge=False, supersede=False)
+    assert RecallEngine(vault).sync()["embedded"] == 3
+    before = [(h.note.id, h.score) for h in vault.recall("gamma cluster")]
+    db = vault.catalog().db
+    db.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(catalog_module.SCHEMA_VERSION - 1),))
+    vault.catalog().close()
+    again = Vault(vault.root)
+    assert RecallEngine(again).sync()["embedded"] == 0
+    assert again.catalog().db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()[0] == \
+        str(catalog_module.SCHEMA_VERSION)
+    vectors = next((vault.root / ".vaultmem" / "index" / "vectors").rglob("vectors.npy"))
+    assert np.load(vectors, allow_pickle=False).shape[0] == 3
+    after = [(h.note.id, h.score) for h in again.recall("gamma cluster")]
+    # The same notes in the same order; the scores within BM25's statistics of its re-written documents.
+    assert [i for i, _s in after] == [i for i, _s in before] and len(before) == 3
+    assert [s for _i, s in after] == pytest.approx([s for _i, s in before], abs=0.01)

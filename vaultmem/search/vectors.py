@@ -40,6 +40,8 @@ EMBED_BATCH = 64
 SUBSET_SHARE = 4
 SETTLED_NS = 50_000_000  # 50 ms: longer than any filesystem clock's tick
 DTYPE = np.dtype("i1")
+# `vectors` survives a new catalog schema (catalog.KEPT_ACROSS_VERSIONS): give it another name
+# if its own layout ever changes.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_hash TEXT NOT NULL, row INTEGER NOT NULL,
                                     PRIMARY KEY (model, text_hash)) WITHOUT ROWID;

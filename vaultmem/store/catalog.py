@@ -47,6 +47,10 @@ from vaultmem.errors import NoteError
 NOTE_FOLDERS = ("memories", "skills", "archive")
 SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states;
 # 6: digests as 16-byte blobs, no folder column, a row's JSON without its columns, datetimes as seconds
+# Tables of other modules in this file that a new catalog schema keeps: the vectors' map of
+# text hash -> row (search/vectors.py), so an upgrade re-parses the vault but runs the model on
+# nothing (a 10k vault: a minute or more). Its module renames it if its own layout changes.
+KEPT_ACROSS_VERSIONS = frozenset({"vectors"})
 FULL_CHECK_SECONDS = 10.0
 RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
@@ -228,9 +232,11 @@ class Catalog:
             version = _meta(db, "version")
             if version is not None and version != str(SCHEMA_VERSION):
                 # A catalog of another vaultmem: derived, so start it again (the ledger's and the
-                # vectors' tables too, which live in the same file).
+                # vectors' tables too, which live in the same file), but for the tables whose
+                # rows do not depend on it.
                 for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-                    db.execute(f'DROP TABLE IF EXISTS "{table}"')
+                    if table not in KEPT_ACROSS_VERSIONS:
+                        db.execute(f'DROP TABLE IF EXISTS "{table}"')
             db.executescript(_SCHEMA)
             if version is None or version != str(SCHEMA_VERSION):
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
