@@ -160,3 +160,29 @@ def test_a_text_is_embedded_once_even_when_batches_end_early(vault_dir, monkeypa
     results = vault.add_many([{"text": t, "namespace": "farm"} for t in texts], batch=10)
     assert [r.action for r in results] == ["added"] * 30
     assert sorted(embedded) == sorted(texts)  # each text once: by the batch ahead, or by its own add
+
+
+def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_path, monkeypatch):
+    """With the checks on, the new notes reach the BM25 index once, at the end (not a Whoosh
+    commit per batch); with them off, the first recall indexes them (no model is loaded)."""
+    from vaultmem.search import bm25
+
+    commits = []
+    real_update = bm25.Bm25Index.update
+    monkeypatch.setattr(bm25.Bm25Index, "update",
+                        lambda self, write, removed, fresh=False: commits.append(len(write)) or
+                        real_update(self, write, removed, fresh=fresh))
+    for name in ("checked", "unchecked"):
+        init_vault(tmp_path / name)
+    checked = Vault(tmp_path / "checked")
+    items = [{"text": f"Service node-{i} listens on port {8000 + i} in staging", "namespace": "infra"}
+             for i in range(450)]
+    checked.add_many(items, batch=100)
+    assert commits == [450]
+    assert checked.catalog().pending_index() == ({}, [])
+    assert [h.note.text for h in checked.recall("node-321 port", k=1)] == ["Service node-321 listens on port 8321 "
+                                                                           "in staging"]
+    commits.clear()
+    unchecked = Vault(tmp_path / "unchecked")
+    unchecked.add_many([{**item, "merge": False, "supersede": False} for item in items], batch=100)
+    assert commits == [] and len(unchecked.catalog().pending_index()[0]) == 450

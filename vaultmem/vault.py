@@ -461,9 +461,8 @@ class Vault:
                 raise
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
-        checked = any(item.get("merge", True) or item.get("supersede", True) for item in items)
-        if self.config.check_conflicts and checked and any(isinstance(r, Added) and r.action == "added"
-                                                           for r in results):
+        if self.config.check_conflicts and any(map(_wants_checks, items)) and any(
+                isinstance(r, Added) and r.action == "added" for r in results):
             from vaultmem.search.engine import engine_for
 
             engine_for(self).sync()  # the new notes into the BM25 index: one commit, not one per batch
@@ -499,7 +498,7 @@ class Vault:
         # The text add's check searches with (corrections.related), so the vectors are the ones it asks for.
         texts = [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
                              tidy_tags(item.get("tags", ())))
-                 for item in items if item.get("merge", True) or item.get("supersede", True)]
+                 for item in items if _wants_checks(item)]
         if texts:  # adds without checks need no model (loading it takes a second)
             engine_for(self).embed_passages(texts)
 
@@ -962,6 +961,11 @@ def _read_jsonl(path: Path, note_id: str) -> list[dict]:
     except FileNotFoundError:
         pass
     return found
+
+
+def _wants_checks(item: dict) -> bool:
+    """Whether an add_many item runs add's duplicate/contradiction checks (so needs the model)."""
+    return item.get("merge", True) or item.get("supersede", True)
 
 
 def _new_id(taken: Callable[[str], bool]) -> str:
