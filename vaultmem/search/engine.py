@@ -38,9 +38,10 @@ decides and memory state only breaks near-ties:
 The cross-lingual route: with the default (English-only) model, a query that does
 not look English (search/relevance.py, `looks_english`) is embedded by the
 cross-lingual model (search/crosslingual.py) and searched against that model's
-own vectors of the notes (a second VectorStore, filled by the first such query
-and then only for notes changed since), with the same filters and fusion on that
-model's floor, and abstention on its `min_score`. Every other query takes the
+own vectors of the notes (a second VectorStore, given to the notes a budget at a
+time: search/crosslingual_fill.py; notes without one yet are found by BM25 only),
+with the same filters and fusion on that model's floor, and abstention on its
+`min_score`. Every other query takes the
 path above unchanged; `similar()` (add's checks) stays on the vault's model.
 
 Adding scores rather than fusing ranks (RRF) keeps the weaker signal from
@@ -78,11 +79,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, heading, in_namespace, section
+from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
+from vaultmem.search.crosslingual_fill import ROW_FIELD as CROSSLINGUAL_ROW
+from vaultmem.search.crosslingual_fill import Coverage, CrossLingualRows
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
+from vaultmem.search.passages import embed_text, passage_for, passage_text  # noqa: F401 - also imported from here
 from vaultmem.search.questions import with_questions_discounted
 from vaultmem.store.catalog import compact
 
@@ -110,11 +114,7 @@ NEIGHBOUR_EXPANSION = 10
 SENTENCE_TERMS_KEPT = 20_000  # sentences whose words the question discount keeps (a few MB at most)
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
-# Notes changed since the cross-lingual vectors were last matched to the view, kept by path;
-# past this many (a watcher that saw a big import and no query in another language) the next
-# such query matches every note again instead.
-CROSSLINGUAL_DIRTY_MAX = 20_000
-MODEL_ROW, CROSSLINGUAL_ROW = "row", "xrow"  # a note's row in the vault model's vectors, and the cross-lingual one's
+MODEL_ROW = "row"  # a note's row in the vault model's vectors (CROSSLINGUAL_ROW: in the cross-lingual one's)
 ROW_FIELDS = (MODEL_ROW, CROSSLINGUAL_ROW)
 
 
@@ -124,34 +124,6 @@ class Hit:
     score: float
     label: str
     signals: dict = field(default_factory=dict)
-
-
-def embed_text(note: Note) -> str:
-    """What gets embedded for a note: its text without markdown heading marks, plus tags;
-    for a skill, its title and trigger (see passage_for)."""
-    return passage_for(note.type, note.body, note.tags)
-
-
-def passage_for(kind: str, body: str, tags=()) -> str:
-    """The text embedded for a note of `kind`. A skill is embedded by its title and trigger:
-    when to use it, which is what a question about it asks. Embedded whole, its steps,
-    outcome and lessons made it near every query on its topic and skills crowded out the
-    memories that answer (bench/recall_quality.py, "skill on top"); BM25 still indexes every
-    section, so a word from the steps still finds it."""
-    if kind == "skill":
-        title = heading(body)
-        trigger = section(body, "Trigger")
-        if title or trigger:
-            body = f"{title}. {trigger}" if title and trigger else title or trigger
-    return passage_text(body, tags)
-
-
-def passage_text(body: str, tags=()) -> str:
-    lines = [line.lstrip("#").strip() for line in body.splitlines()]
-    text = " ".join(line for line in lines if line)
-    if tags:
-        text += " (" + ", ".join(tags) + ")"
-    return text
 
 
 class RecallEngine:
@@ -174,14 +146,13 @@ class RecallEngine:
         self.embedder = None
         self.model_problem: str | None = None
         self.vectors = None
-        # The cross-lingual model (search/crosslingual.py) and its vectors of the notes: loaded,
-        # and filled for the notes that lack a row, by the first query routed to it.
+        # The cross-lingual model (search/crosslingual.py) and its vectors of the notes: loaded by
+        # the first query routed to it, and given to the notes a budget at a time (_xl).
         self.crosslingual = None
         self.crosslingual_problem: str | None = None
         self.crosslingual_vectors = None
-        self._xl_gen = -1  # the generation the view's cross-lingual rows reflect (-1: match every note)
-        self._xl_dirty: set[str] = set()  # paths changed or removed since then
-        self._xl_file: tuple | None = None  # (device, inode) of the vector file those rows point into
+        self._xl = CrossLingualRows(self)
+        self._xl_loading = threading.Lock()  # the watcher's fill thread and a routed query load it once
         self._lock = threading.RLock()
         self._file_lock = None
         self._synced_at = 0.0
@@ -243,24 +214,58 @@ class RecallEngine:
 
         return self.crosslingual_problem if wants_crosslingual(query) else None
 
-    def _load_crosslingual(self) -> bool:
-        if self.crosslingual is not None:
-            return True
-        if self.crosslingual_problem is not None:
-            return False
-        from vaultmem.search.crosslingual import load_crosslingual
-        from vaultmem.search.vectors import VectorStore, folder_name
+    def crosslingual_coverage_for(self, query: str) -> Coverage | None:
+        """How many notes `query`, routed to the cross-lingual model, could find by meaning, when
+        that is not all of them (search/crosslingual_fill.py); None for every other query."""
+        with self._lock:
+            if self.crosslingual is None or self._xl.gen < 0 or not self.routes(query):
+                return None
+            coverage = self._xl.coverage()
+            return None if coverage.complete else coverage
 
-        try:
-            model = load_crosslingual()
-        except ModelUnavailable as exc:
-            self.crosslingual_problem = str(exc)
-            return False
-        folder = self.vault.state_dir / "index" / "vectors" / folder_name(model.name)
-        catalog = self.vault.catalog(refresh=False)
-        self.crosslingual_vectors = VectorStore(folder, model.name, lambda: catalog.db)
-        self.crosslingual = model
-        return True
+    def crosslingual_in_use(self) -> bool:
+        """Whether queries were routed on this vault before (its cross-lingual vectors exist), so
+        the route is worth loading ahead of one. Looks at folder names: imports no model."""
+        from vaultmem.search.crosslingual import has_vectors
+
+        self._load_model()
+        return self._crosslingual_allowed() and has_vectors(self.vault.state_dir / "index" / "vectors")
+
+    def fill_crosslingual(self, seconds: float | None = None, stop=None) -> int:
+        """Give the notes that lack a cross-lingual vector theirs (all, or for about `seconds`, or
+        until `stop` is set), taking the engine's lock a batch at a time: for the watcher's thread
+        (service/backfill.py) and `reindex`. Returns how many texts were embedded."""
+        self._load_model()
+        if not (self._crosslingual_allowed() and self._load_crosslingual()):
+            return 0
+        if self._gen < 0:
+            self.sync()
+        return self._xl.fill(seconds, stop)
+
+    def fill_in_background(self, request) -> None:
+        """From now on a routed recall that leaves notes without a cross-lingual vector calls
+        `request()` (the watcher's fill thread) instead of leaving them to the next query."""
+        self._xl.on_missing = request
+
+    def _load_crosslingual(self) -> bool:
+        with self._xl_loading:
+            if self.crosslingual is not None:
+                return True
+            if self.crosslingual_problem is not None:
+                return False
+            from vaultmem.search.crosslingual import load_crosslingual
+            from vaultmem.search.vectors import VectorStore, folder_name
+
+            try:
+                model = load_crosslingual()
+            except ModelUnavailable as exc:
+                self.crosslingual_problem = str(exc)
+                return False
+            folder = self.vault.state_dir / "index" / "vectors" / folder_name(model.name)
+            catalog = self.vault.catalog(refresh=False)
+            self.crosslingual_vectors = VectorStore(folder, model.name, lambda: catalog.db)
+            self.crosslingual = model
+            return True
 
     def embed_passage(self, text: str):
         """The vector of a note's text, computed once: an add that searched with it
@@ -337,7 +342,7 @@ class RecallEngine:
             removed: list[str] = []
             fresh_view = True
             self._unindexed = {p: item[0] for p, item in catalog.pending_index()[0].items()}
-            self._xl_gen, self._xl_dirty = -1, set()  # a new view has no cross-lingual rows yet
+            self._xl.forget()  # a new view has no cross-lingual rows yet
         else:
             gen, changed, removed = catalog.changes_since(self._gen)
             for path in removed:
@@ -349,11 +354,7 @@ class RecallEngine:
                 self._order.put(path, note.sessions[0] if note.sessions else None, note.created)
                 self._unindexed[path] = note
             fresh_view = False
-            if self._xl_gen >= 0:
-                self._xl_dirty.update(removed)
-                self._xl_dirty.update(changed)
-                if len(self._xl_dirty) > CROSSLINGUAL_DIRTY_MAX:
-                    self._xl_gen, self._xl_dirty = -1, set()
+            self._xl.note_changes(changed, removed)
         if gen != self._gen or rebuild:
             if self.vectors is not None:
                 with self._index_lock():
@@ -381,12 +382,9 @@ class RecallEngine:
         embedded (`known`: vectors at hand; `changed`: notes already read, by path), and
         forget notes gone. Returns how many texts were embedded."""
         changed = changed or {}
-        have = store.rows_of_paths(paths)
-        hashes = catalog.hashes() if paths is None else catalog.hashes_of(paths)
-        stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
+        have, hashes, stale, gone = self._compare_rows(catalog, store, paths)
         notes = {p: changed[p] for p in stale if p in changed}
         notes.update(catalog.at([p for p in stale if p not in changed]))
-        gone = [p for p in have if (p not in hashes if paths is None else self._view.slot(p) is None)]
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
@@ -398,22 +396,15 @@ class RecallEngine:
             self._view.set_row(path, row, field)
         return embedded
 
-    def _update_crosslingual(self) -> int:
-        """Give every note of the view the row of its cross-lingual vector: all of them the first
-        time (rows kept from earlier processes are reused), then only those changed since. The
-        model runs only for texts it never embedded. Returns how many texts were embedded."""
-        file_id = _file_id(self.crosslingual_vectors.file)
-        if file_id != self._xl_file:  # replaced or deleted by another process (a reindex): match every note
-            self._xl_gen, self._xl_dirty = -1, set()
-        if self._xl_gen == self._gen and self._xl_gen >= 0:
-            return 0
-        with self._index_lock():
-            embedded = self._match_rows(self.vault.catalog(refresh=False), self.crosslingual_vectors,
-                                        self.crosslingual, CROSSLINGUAL_ROW,
-                                        None if self._xl_gen < 0 else list(self._xl_dirty))
-        self._xl_gen, self._xl_dirty = self._gen, set()
-        self._xl_file = _file_id(self.crosslingual_vectors.file)
-        return embedded
+    def _compare_rows(self, catalog, store, paths: list[str] | None):
+        """(path -> (row, file hash it was computed for) in `store`, path -> current file hash,
+        the paths whose row is not for that hash, the paths with a row whose note is gone), for
+        the notes at `paths` (None: every note)."""
+        have = store.rows_of_paths(paths)
+        hashes = catalog.hashes() if paths is None else catalog.hashes_of(paths)
+        stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
+        gone = [p for p in have if (p not in hashes if paths is None else self._view.slot(p) is None)]
+        return have, hashes, stale, gone
 
     def _update_lexical(self, catalog, rebuild: bool) -> int:
         from vaultmem.search.bm25 import document_digest
@@ -448,17 +439,20 @@ class RecallEngine:
         pending, removed = catalog.pending_index()
         stale_index = len(pending) + len(removed) if self.bm25.exists() else catalog.count()
         self._load_model()
-        stale_vectors = None
+        stale_vectors = covered = None
+        hashes = catalog.hashes()
         if self.embedder is not None:
             store = self.vectors or VectorStore(self.vault.state_dir / "index" / "vectors" /
                                                 folder_name(self.embedder.name), self.embedder.name, lambda: catalog.db)
-            have = store.rows_of_paths()
-            stale_vectors = sum(1 for p, digest in catalog.hashes().items() if have.get(p, (None, None))[1] != digest)
+            stale_vectors = len(store.stale(hashes))
         crosslingual = self._crosslingual_allowed() and self._load_crosslingual()
+        if crosslingual and self.crosslingual_vectors.file.exists():  # someone routed queries on this vault
+            covered = len(hashes) - len(self.crosslingual_vectors.stale(hashes))
         return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,
                 "index_stale": stale_index, "embeddings_stale": stale_vectors,
                 "crosslingual": self.crosslingual.name if crosslingual else None,
-                "crosslingual_problem": self.crosslingual_problem if self._crosslingual_allowed() else None}
+                "crosslingual_problem": self.crosslingual_problem if self._crosslingual_allowed() else None,
+                "crosslingual_covered": covered, "crosslingual_notes": len(hashes) if covered is not None else None}
 
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
@@ -573,8 +567,7 @@ class RecallEngine:
         # A query that does not look English is answered by the cross-lingual model, over its
         # own vectors of the notes (search/crosslingual.py); every other query as before.
         routed = self.vectors is not None and self.routes(query)
-        if routed:
-            self._update_crosslingual()
+        coverage = self._xl.for_query() if routed else None
         if self.vectors is not None and query.strip():
             mask = self._view.mask(namespace, kind, include_hidden)
             model, store, field = ((self.crosslingual, self.crosslingual_vectors, CROSSLINGUAL_ROW) if routed
@@ -603,6 +596,8 @@ class RecallEngine:
             note = notes[path]
             if routed:
                 signals["model"] = self.crosslingual.name
+                if not coverage.complete:  # the notes it could find by meaning: the others by words only
+                    signals["model_coverage"] = [coverage.covered, coverage.notes]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
 
@@ -791,14 +786,6 @@ class _View:
         return self._masks[key]
 
 
-def _file_id(path) -> tuple | None:
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return info.st_dev, info.st_ino
-
-
 def _status_allowed(status: str, include_hidden) -> bool:
     if status not in HIDDEN_STATUSES:
         return True
@@ -936,14 +923,20 @@ def forget_engines(vault) -> None:
 
 
 def rebuild_indexes(vault) -> dict:
-    """Delete every derived cache of the vault and build it again from the notes."""
+    """Delete every derived cache of the vault and build it again from the notes: the
+    cross-lingual vectors too when they were there (someone routed queries on this vault)."""
     import shutil
 
+    from vaultmem.search.crosslingual import has_vectors
+
     forget_engines(vault)
+    routed_before = has_vectors(vault.state_dir / "index" / "vectors")
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
-    stats = engine_for(vault).sync(rebuild=True)
+    engine = engine_for(vault)
+    stats = engine.sync(rebuild=True)
+    stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None
     compact(vault.catalog(refresh=False).db)
     return stats
 

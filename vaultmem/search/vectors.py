@@ -176,31 +176,33 @@ class VectorStore:
                             paths, self.model)
         return {path: (row, digest) for path, row, digest in found if row < rows}
 
+    def stored(self, digests) -> dict[str, int]:
+        """text hash -> row, for the texts among `digests` (text hashes) that have a row in the file."""
+        rows_now, _dim, _offset = _header(self.file)
+        return {digest: row for digest, row in rows_in(
+            self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
+            set(digests), self.model) if row < rows_now}
+
+    def stale(self, hashes: dict[str, str]) -> list[str]:
+        """The paths of `hashes` (path -> file hash) whose note has no row computed for that hash."""
+        have = self.rows_of_paths()
+        return [path for path, digest in hashes.items() if have.get(path, (None, None))[1] != digest]
+
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
                known: dict | None = None) -> tuple[dict[str, int], int]:
         """Give each `changed` note (path -> (file hash, text to embed)) the row of its text,
         embedding only texts never seen (or found in `known`: text hash -> vector);
         forget `removed` paths. Returns (path -> row for the changed notes, texts embedded)."""
         by_hash = {path: text_hash(self.model_name, text) for path, (_digest, text) in changed.items()}
-        rows_now, _dim, _offset = _header(self.file)
-        existing = {digest: row for digest, row in rows_in(
-            self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
-            set(by_hash.values()), self.model) if row < rows_now}
+        existing = self.stored(set(by_hash.values()))
         missing: dict[str, str] = {}
         for path, digest in by_hash.items():
             if digest not in existing and digest not in missing:
                 missing[digest] = changed[path][1]
         if missing:
             known = known or {}
-            # Longest first, so each batch pads to texts of its own length.
-            items = sorted(missing.items(), key=lambda item: len(item[1]), reverse=True)
-            fresh = [item for item in items if item[0] not in known]
-            computed = {}
-            for i in range(0, len(fresh), EMBED_BATCH):
-                batch = fresh[i:i + EMBED_BATCH]
-                for (digest, _text), vector in zip(batch, embedder.embed([t for _, t in batch], kind="passage")):
-                    computed[digest] = vector
-            order = [digest for digest, _text in items]
+            computed = embed_texts(embedder, {d: text for d, text in missing.items() if d not in known})
+            order = list(_longest_first(missing))
             first = self._append(np.vstack([known.get(d) if d in known else computed[d] for d in order]))
             for offset, digest in enumerate(order):
                 existing[digest] = first + offset
@@ -239,6 +241,21 @@ class VectorStore:
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(int(i if positions is None else positions[i]), float(scores[i])) for i in top
                 if np.isfinite(scores[i])]
+
+
+def embed_texts(embedder, texts: dict[str, str]) -> dict[str, np.ndarray]:
+    """text hash -> vector of each of `texts` (text hash -> text), EMBED_BATCH at a time."""
+    vectors: dict[str, np.ndarray] = {}
+    order = list(_longest_first(texts))
+    for start in range(0, len(order), EMBED_BATCH):
+        batch = order[start:start + EMBED_BATCH]
+        vectors.update(zip(batch, embedder.embed([texts[d] for d in batch], kind="passage")))
+    return vectors
+
+
+def _longest_first(texts: dict[str, str]) -> list[str]:
+    """The keys of `texts` by text length, longest first: each batch pads to texts of its own length."""
+    return sorted(texts, key=lambda digest: len(texts[digest]), reverse=True)
 
 
 def quantize(vectors: np.ndarray) -> np.ndarray:

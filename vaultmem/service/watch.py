@@ -118,17 +118,22 @@ def request_handler(engine):
                              request.get("kind"), _scope(request.get("include_hidden")), sync=False, now=now,
                              min_score=_score(request.get("min_score")))
         problems = engine.vault.catalog().problems
+        coverage = engine.crosslingual_coverage_for(request.get("query", ""))
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
                 "problems": [list(p) for p in problems], "model_problem": engine.model_problem,
-                "crosslingual_problem": engine.crosslingual_problem_for(request.get("query", ""))}
+                "crosslingual_problem": engine.crosslingual_problem_for(request.get("query", "")),
+                "crosslingual_coverage": coverage.as_dict() if coverage else None}
 
     return handle
 
 
 def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
-    """Keep `engine` in step with the vault until `stop_event` is set."""
+    """Keep `engine` in step with the vault until `stop_event` is set, and its cross-lingual
+    vectors filled once a query was routed (service/backfill.py)."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
+
+    from vaultmem.service.backfill import start_background_fill
 
     collector = ChangeCollector(str(engine.vault.root))
 
@@ -140,10 +145,12 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     observer = Observer()
     observer.schedule(Handler(), str(engine.vault.root), recursive=True)
     observer.start()
+    fill = None
     try:
         result = engine.sync(full=True)
         if on_update:
             on_update("scan", result)
+        fill = start_background_fill(engine, log=lambda text: print(text, flush=True))
         last_scan = time.monotonic()
         while not stop_event.is_set():
             due = collector.due_in()
@@ -162,6 +169,8 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
                 engine.sync(full=True)
                 last_scan = now
     finally:
+        if fill is not None:
+            fill.stop()
         observer.stop()
         observer.join(timeout=5)
 

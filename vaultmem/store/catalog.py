@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable
 
-from vaultmem.core.model import Note
+from vaultmem.core.model import HIDDEN_STATUSES, Note
 from vaultmem.errors import NoteError
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
@@ -537,6 +537,15 @@ class Catalog:
     def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
         return dict(rows_in(self.db, "SELECT path, hash FROM notes WHERE path IN ({marks}) AND note IS NOT NULL",
                             paths))
+
+    def newest_first(self, paths: Iterable[str]) -> list[str]:
+        """The notes among `paths`, those a recall shows by default first, then the newest
+        (`created`) first: the order a vector cache that lags behind is filled in."""
+        created = _NOTE_FIELDS.index("created")
+        rows = rows_in(self.db, f"SELECT path, status, json_extract(note, '$[{created}]') FROM notes "
+                                "WHERE path IN ({marks}) AND note IS NOT NULL", paths)
+        rows.sort(key=lambda row: (row[1] in HIDDEN_STATUSES, -(row[2] or 0), row[0]))
+        return [path for path, _status, _created in rows]
 
     def count(self) -> int:
         return self.db.execute("SELECT count(*) FROM notes WHERE note IS NOT NULL").fetchone()[0]
