@@ -63,10 +63,11 @@ def filled_later(vault_dir):
     from vaultmem.clock import parse_datetime
 
     vault = Vault(vault_dir)
-    results = vault.add_many([{"text": text, "namespace": "work", "supersede": False,
+    results = vault.add_many([{"text": text, "namespace": "work", "supersede": False, "merge": False,
                                "created": parse_datetime(f"2026-01-0{1 + i % 4}T{10 + i % 12:02d}:{i:02d}:00")}
                               for i, text in enumerate(texts(NOTES))])
     assert all(not isinstance(r, Exception) for r in results)
+    vault.recall("where does my sister live")  # MiniLM's vectors, which every copy then shares
     engine_module.forget_engines(vault)
     return vault_dir
 
@@ -214,8 +215,8 @@ def test_the_watcher_answers_english_recalls_and_writes_while_it_fills(filled_la
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.watch import request_handler, run_watcher
 
-    slowed(monkeypatch, small_budget, 0.02)
-    monkeypatch.setattr(fill, "FILL_BATCH", 2)
+    slowed(monkeypatch, small_budget, 0.04)
+    monkeypatch.setattr(fill, "FILL_BATCH", 4)  # 10 batches: the fill takes 0.4 s at the least
     rng = random.Random(7)
     for attempt in range(8):
         root = copy_vault(filled_later, f"watched-{attempt}")
@@ -231,7 +232,7 @@ def test_the_watcher_answers_english_recalls_and_writes_while_it_fills(filled_la
             routed = handle({"op": "recall", "query": QUESTIONS[4], "min_score": 0})
             assert routed["ok"] and routed["hits"] and routed["crosslingual_coverage"]["filling"] is True
             assert routed["crosslingual_coverage"]["covered"] < NOTES
-            threading.Event().wait(rng.uniform(0, 0.1))
+            threading.Event().wait(rng.uniform(0, 0.08))
             english = handle({"op": "recall", "query": "where does my sister live"})
             covered = engine._xl.coverage().covered  # after the answer: the fill had not finished
             assert english["ok"] and english["hits"][0]["text"].startswith("My sister Maria")
@@ -239,9 +240,10 @@ def test_the_watcher_answers_english_recalls_and_writes_while_it_fills(filled_la
             added = handle({"op": "add", "args": {"text": f"The office plant {attempt} needs water on Fridays.",
                                                   "namespace": "home"}, "now": os.environ["VAULTMEM_NOW"]})
             assert added["ok"] and "data" in added and engine._xl.coverage().covered < NOTES, attempt
-            # The added note: the watcher sees its file, the next routed query (or the fill) embeds it.
-            wait_for(lambda: handle({"op": "recall", "query": QUESTIONS[0]})["crosslingual_coverage"] is None
-                     and engine.crosslingual_vectors.matrix.shape[0] == NOTES + 1)
+            # The added note: once the watcher saw its file and the fill is over, the next routed query embeds it.
+            wait_for(lambda: engine._view.slot(added["data"]["path"]) is not None and not engine._xl._filling.locked())
+            assert handle({"op": "recall", "query": QUESTIONS[0]})["crosslingual_coverage"] is None
+            assert engine.crosslingual_vectors.matrix.shape[0] == NOTES + 1
         finally:
             stop.set()
             watcher.join(10)
@@ -270,7 +272,7 @@ def wait_for(condition, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
+        time.sleep(0.05)
 
 
 WATCHER_SCRIPT = """
