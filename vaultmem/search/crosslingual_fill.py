@@ -11,10 +11,12 @@ waits for all of it:
   embedded without it, and stored under it and the index file lock: English recalls, edits
   and writes through the watcher wait at most for one store, never for the model;
 - a routed recall embeds batches for about FILL_SECONDS (at least one), unless a fill is
-  already under way (the watcher's thread), then answers with the notes that have a row
-  (BM25 still sees every note), and says how many that is (`Coverage`);
-- the watcher fills the rest on a thread of its own (service/backfill.py), `reindex` fills
-  them all; a process killed mid-fill leaves whole batches, and the next fill goes on.
+  already under way, then answers with the notes that have a row (BM25 still sees every
+  note), and says how many that is (`Coverage`);
+- the watcher fills on a thread of its own (service/backfill.py): there a routed recall
+  embeds only what one batch holds (the edits since the last one), and wakes the thread for
+  more; `reindex` fills them all. A process killed mid-fill leaves whole batches (and at
+  worst rows no note points to), and the next fill goes on.
 
 Notes a recall shows by default come first, newest first: what an agent most likely asks about.
 
@@ -110,9 +112,11 @@ class CrossLingualRows:
 
     def for_query(self) -> Coverage:
         """What a routed recall does first (engine lock held): match, embed for FILL_SECONDS
-        unless a fill is under way, and ask the watcher (if any) to fill what is still lacking."""
+        unless a fill is under way, and ask the watcher (if any) to fill what is still lacking.
+        In the watcher only a few (edits since the last query: one batch) are embedded here, as
+        before; more are left to its thread, so nothing waits on them."""
         self.match()
-        if self.missing:
+        if self.missing and (self.on_missing is None or len(self.missing) <= FILL_BATCH):
             self.fill(FILL_SECONDS, wait=False)
         if self.missing and self.on_missing is not None:
             self.on_missing()

@@ -196,32 +196,34 @@ class RecallEngine:
 
         return self.embedder.name == DEFAULT_NAME
 
-    def routes(self, query: str) -> bool:
-        """Whether `query` is answered by the cross-lingual model (it does not look English,
-        the route is allowed, and the model loads). Loads it, never for an English query."""
+    def wants_route(self, query: str) -> bool:
+        """Whether `query` goes to the cross-lingual model: the route is allowed and the query
+        does not look English. Loads nothing."""
         if not self._crosslingual_allowed():
             return False
         from vaultmem.search.crosslingual import wants_crosslingual
 
-        return wants_crosslingual(query) and self._load_crosslingual()
+        return wants_crosslingual(query)
+
+    def routes(self, query: str) -> bool:
+        """Whether `query` is answered by the cross-lingual model (wants_route, and the model
+        loads). Loads it, never for an English query."""
+        return self.wants_route(query) and self._load_crosslingual()
 
     def crosslingual_problem_for(self, query: str) -> str | None:
         """Why `query`, which the cross-lingual model should have answered, was not (it could
         not load); None for every other query."""
-        if self.crosslingual_problem is None or not self._crosslingual_allowed():
-            return None
-        from vaultmem.search.crosslingual import wants_crosslingual
-
-        return self.crosslingual_problem if wants_crosslingual(query) else None
+        return self.crosslingual_problem if self.crosslingual_problem is not None and self.wants_route(query) \
+            else None
 
     def crosslingual_coverage_for(self, query: str) -> Coverage | None:
         """How many notes `query`, routed to the cross-lingual model, could find by meaning, when
         that is not all of them (search/crosslingual_fill.py); None for every other query."""
+        if self.crosslingual is None or not self.wants_route(query):
+            return None  # without the lock: every English recall through the watcher asks
         with self._lock:
-            if self.crosslingual is None or self._xl.gen < 0 or not self.routes(query):
-                return None
-            coverage = self._xl.coverage()
-            return None if coverage.complete else coverage
+            coverage = self._xl.coverage() if self._xl.gen >= 0 else None
+            return None if coverage is None or coverage.complete else coverage
 
     def crosslingual_in_use(self) -> bool:
         """Whether queries were routed on this vault before (its cross-lingual vectors exist), so
@@ -473,6 +475,8 @@ class RecallEngine:
         `min_score`: the relevance a hit needs (None: the vault's `recall.min_score`,
         else the model's calibrated floor; 0 keeps every candidate).
         """
+        if self.embedder is not None and self.wants_route(query):
+            self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:
             if sync or not self._synced_at or self._unindexed:
                 self.sync()
