@@ -14,7 +14,8 @@ PYTHONPATH; `after`: this checkout), on a fresh copy without cross-lingual vecto
 - CLI, no watcher: wall time of `vaultmem recall QUESTION` (VAULTMEM_NO_SERVER=1) the
   first time, and the second time (another question), each a new process (USE's load
   included); how many notes it embedded shows in the coverage line on stderr (after).
-- watcher: `vaultmem watch` on another fresh copy; one question in another language
+- watcher: `vaultmem watch` on another fresh copy; 20 English recalls (the wait without a
+  fill, p50), then one question in another language
   through its socket (wall time to the answer), and from 0.3 s later English recalls
   (recall_perf's queries), one every 0.25 s or when the last is answered, until every note
   has its vector: their count,
@@ -48,6 +49,7 @@ QUESTIONS = ["Какая версия Postgres работает в сервис�
 ENGLISH_START_S = 0.3
 ENGLISH_EVERY_S = 0.25  # an English recall at most every quarter second (an agent's prompts, a busy one)
 PROBE_EVERY_S = 1.0
+IDLE_QUERIES = 20  # English recalls before the question: the watcher's wait without a fill
 TIMEOUT_S = 1800.0
 
 
@@ -112,6 +114,11 @@ def watcher_run(root: Path, env: dict, english: list[str]) -> dict:
     request = {"op": "recall", "top_k": 5, "now": os.environ.get("VAULTMEM_NOW")}
     routed: dict = {}
     try:
+        idle = []
+        for query in english[:IDLE_QUERIES]:
+            began = time.perf_counter()
+            ask(str(root), {**request, "query": query}, timeout=TIMEOUT_S)
+            idle.append((time.perf_counter() - began) * 1000)
         started = time.perf_counter()
 
         def first_question():
@@ -136,7 +143,7 @@ def watcher_run(root: Path, env: dict, english: list[str]) -> dict:
                     complete_at = time.perf_counter() - started
             time.sleep(max(0.0, ENGLISH_EVERY_S - (time.perf_counter() - began)))
         thread.join()
-        return {"routed_s": routed["s"], "english_ms": waits, "complete_s": complete_at}
+        return {"routed_s": routed["s"], "english_ms": waits, "idle_ms": idle, "complete_s": complete_at}
     finally:
         watcher.stop()
 
@@ -160,7 +167,8 @@ def row(size: int, label: str, result: dict) -> str:
     cover2 = f" ({second['coverage']})" if second["coverage"] else ""
     complete = "–" if result["complete_s"] is None else f"{result['complete_s']:.1f}"
     return (f"| {size:,} | {label} | {first['s']:.1f}{cover} | {second['s']:.1f}{cover2} | {result['routed_s']:.2f} | "
-            f"{len(waits)} | {statistics.median(waits):.0f} / {max(waits):.0f} | {complete} | "
+            f"{statistics.median(result['idle_ms']):.0f} | {len(waits)} | {statistics.median(waits):.0f} / "
+            f"{max(waits):.0f} | {complete} | "
             f"{result['load'][0]:.1f} → {result['load'][1]:.1f} |")
 
 
@@ -177,8 +185,9 @@ def main(argv=None) -> int:
     english = rp.queries(args.seed, 50)
     print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; before = {args.before}, after = this checkout")
     lines = ["| notes | code | CLI: first routed recall s (covered) | CLI: second s | watcher: first routed recall s "
-             "| English recalls during the fill | their wait p50 / max ms | fill complete after s | load |",
-             "|" + "---|" * 2 + "---:|" * 7]
+             "| English recall p50 ms, no fill | English recalls during the fill | their wait p50 / max ms "
+             "| fill complete after s | load |",
+             "|" + "---|" * 2 + "---:|" * 8]
     for size in (int(s) for s in args.sizes.split(",")):
         prepared = prepared_vault(size, args.seed, args.work)
         for label, source in (("before", before), ("after", None)):
