@@ -128,6 +128,19 @@ def test_a_routed_recall_embeds_one_budget_answers_and_says_how_much_is_covered(
     assert run("recall", "where does my sister live").stderr == ""  # English: never a word about it
 
 
+@pytest.mark.parametrize("filling, rest", [(True, "the watcher is embedding the rest"),
+                                            (False, "`vaultmem watch` embeds the rest in the background")],
+                         ids=["watcher", "in-process"])
+def test_the_coverage_line_is_one_line_that_says_who_fills_the_rest(capsys, filling, rest):
+    from vaultmem.cli.output import print_recall
+
+    print_recall([], [], None, True, False, False, None, {"covered": 2300, "notes": 10000, "filling": filling})
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cross-lingual vectors cover 2,300 of 10,000 notes" in err and rest in err
+    print_recall([], [], None, True, True, False, None, {"covered": 2300, "notes": 10000, "filling": filling})
+    assert capsys.readouterr().err == ""  # -q: nothing
+
+
 def test_the_budget_is_time_and_at_least_one_batch(filled_later, monkeypatch, small_budget):
     """A routed recall embeds batches while the next one (as long as the last) would end within
     FILL_SECONDS; at least one. The clock is the model's: each batch takes 0.1 s of it."""
