@@ -183,7 +183,8 @@ def main(argv=None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     before = source_of(args.before, args.work)
     english = rp.queries(args.seed, 50)
-    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; before = {args.before}, after = this checkout")
+    print(f"cpus {os.cpu_count()}, load average {os.getloadavg()[0]:.1f}; "
+          f"before = {args.before}, after = this checkout")
     lines = ["| notes | code | CLI: first routed recall s (covered) | CLI: second s | watcher: first routed recall s "
              "| English recall p50 ms, no fill | English recalls during the fill | their wait p50 / max ms "
              "| fill complete after s | load |",
