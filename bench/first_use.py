@@ -15,8 +15,10 @@ are not. This is what an agent session meets then, through the real hooks:
   recalling in-process within the hook's time budget (3 s).
 
 Per arm: seconds from the first hook to the first prompt that gets memories,
-how many prompts got none before it, and the hook's wall time per prompt
-meanwhile and after. The vault is recall_perf.py's synthetic one (cached under
+how many prompts got none before it, the hook's wall time per prompt meanwhile
+and after, and (watcher) when the watcher had every note embedded: its recall
+answers say how many notes it has not embedded yet (before 2026-12-03 it
+answered only once all were). The vault is recall_perf.py's synthetic one (cached under
 /tmp/vaultmem-bench/), copied without `.vaultmem/index` and `.vaultmem/cache`.
 Every prompt is a question recall_perf asks of that vault (its words are in it).
 """
@@ -75,6 +77,18 @@ def stop_watchers(root: Path) -> None:
         time.sleep(0.1)
 
 
+def watcher_complete(root: Path, t0: float, timeout: float) -> float | None:
+    """Seconds from t0 until the watcher answers with every note embedded (None: not by `timeout`)."""
+    from vaultmem.service.client import ask
+
+    while time.perf_counter() - t0 < timeout:
+        answer = ask(str(root), {"op": "recall", "query": "status", "top_k": 1}, timeout=30)
+        if answer is not None and answer.get("ok") and not answer.get("unembedded"):
+            return time.perf_counter() - t0
+        time.sleep(1.0)
+    return None
+
+
 def run_arm(arm: str, source: Path, prompts: list[str], args) -> dict:
     with tempfile.TemporaryDirectory(prefix="vaultmem-first-use-") as tmp:
         root = Path(tmp) / "vault"
@@ -97,6 +111,7 @@ def run_arm(arm: str, source: Path, prompts: list[str], args) -> dict:
                 (after if first_at is not None else before).append(r["wall"])
                 if first_at is None:
                     time.sleep(max(0.0, args.interval - r["wall"]))
+            complete_at = watcher_complete(root, t0, args.timeout) if arm == "watcher" else None
         finally:
             if arm == "watcher":
                 stop_watchers(root)
@@ -104,17 +119,19 @@ def run_arm(arm: str, source: Path, prompts: list[str], args) -> dict:
                 "start_s": start["wall"] if start else None,
                 "wall_before_ms": statistics.median(before) * 1000 if before else None,
                 "wall_after_ms": statistics.median(after) * 1000 if after else None,
-                "timed_out": first_at is None}
+                "timed_out": first_at is None, "complete_s": complete_at}
 
 
 def table(rows: list[dict]) -> str:
     lines = ["| notes | arm | first prompt with memories, s | prompts left empty before it | "
-             "hook ms before / after (median) | SessionStart hook ms |", "|---:|---|---:|---:|---|---:|"]
+             "hook ms before / after (median) | SessionStart hook ms | watcher has every note embedded, s |",
+             "|---:|---|---:|---:|---|---:|---:|"]
     for r in rows:
         first = f"> {r['timeout']:.0f}" if r["timed_out"] else f"{r['first_answer_s']:.1f}"
         ms = " / ".join("–" if x is None else f"{x:.0f}" for x in (r["wall_before_ms"], r["wall_after_ms"]))
         start = "–" if r["start_s"] is None else f"{r['start_s'] * 1000:.0f}"
-        lines.append(f"| {r['size']:,} | {r['arm']} | {first} | {r['empty_prompts']} | {ms} | {start} |")
+        done = "–" if r["arm"] != "watcher" else "not yet" if r["complete_s"] is None else f"{r['complete_s']:.0f}"
+        lines.append(f"| {r['size']:,} | {r['arm']} | {first} | {r['empty_prompts']} | {ms} | {start} | {done} |")
     return "\n".join(lines)
 
 
@@ -124,7 +141,7 @@ def main(argv=None) -> int:
     p.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {', '.join(ARMS)}")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--interval", type=float, default=2.0, help="seconds between prompts until one is answered")
-    p.add_argument("--after", type=int, default=5, help="prompts timed once they are answered")
+    p.add_argument("--after", type=int, default=10, help="prompts timed once they are answered")
     p.add_argument("--timeout", type=float, default=400.0, help="give an arm up after this many seconds")
     p.add_argument("--json", help="write the rows here too")
     args = p.parse_args(argv)

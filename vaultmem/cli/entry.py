@@ -79,7 +79,8 @@ def fast_recall(argv: list[str]) -> bool:
     from vaultmem.cli.output import print_recall
 
     print_recall(answer["hits"], answer.get("problems", []), answer.get("model_problem"),
-                 options["as_json"], options["quiet"], options["explain"], answer.get("crosslingual_problem"))
+                 options["as_json"], options["quiet"], options["explain"], answer.get("crosslingual_problem"),
+                 answer.get("unembedded", 0))
     return True
 
 

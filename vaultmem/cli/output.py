@@ -41,14 +41,19 @@ def warn_skipped(problems: list) -> None:
 
 
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
-                 as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None) -> None:
+                 as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None,
+                 unembedded: int = 0) -> None:
     """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process).
-    `crosslingual_problem`: why a query in another language was answered by the English model."""
+    `crosslingual_problem`: why a query in another language was answered by the English model;
+    `unembedded`: notes the watcher has not embedded yet (a vault's first use)."""
     if quiet:
         return
     warn_skipped(problems)
     if model_problem:
         print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
+    elif unembedded:
+        print(f"vaultmem: {unembedded:,} notes are not embedded yet (the watcher is embedding them): "
+              "until then they are found by their words only", file=sys.stderr)
     elif crosslingual_problem:
         print(f"vaultmem: warning: answered by the English model, cross-lingual recall is unavailable: "
               f"{crosslingual_problem}", file=sys.stderr)

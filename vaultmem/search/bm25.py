@@ -177,8 +177,9 @@ class Bm25Index:
             self._searcher.close()
         self._searcher, self._ix = None, None
 
-    def update(self, changed: dict[str, Note], removed, fresh: bool = False) -> int:
-        """Re-index the `changed` notes (path -> note) and drop the `removed` paths, in one commit."""
+    def update(self, changed: dict[str, Note], removed, fresh: bool = False, optimize: bool = False) -> int:
+        """Re-index the `changed` notes (path -> note) and drop the `removed` paths, in one commit;
+        `optimize`: merge the index into one segment (after a big indexing)."""
         if not (changed or removed or fresh):
             return 0
         ix = self._open(rebuild=fresh)
@@ -193,7 +194,7 @@ class Bm25Index:
                     writer.delete_by_term("key", path_key(path))
             for note in changed.values():
                 writer.add_document(**document(note))
-            writer.commit(optimize=len(changed) > 5000)
+            writer.commit(optimize=optimize)
         except BaseException:
             writer.cancel()
             raise
