@@ -30,6 +30,11 @@ BM25_B = 0.4
 MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
                "October", "November", "December")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+# Modal verbs Whoosh's English stop list lacks (it has "can", "should", "will"), left out of
+# queries only: "would", "could", "might" frame a question ("what would Caroline be likely to
+# pursue") and say nothing of what it asks about, yet matched every note that says "I would
+# love to". Not "may", which is also a month. The index keeps them (its analyzer is unchanged).
+QUERY_STOPS = frozenset({"would", "could", "might", "must", "shall"})
 
 
 @lru_cache(maxsize=1)
@@ -45,11 +50,11 @@ def multilingual_stem(word: str) -> str:
     return russian(word) if _CYRILLIC.search(word) else english(word)
 
 
-def analyzer():
+def analyzer(extra_stops: frozenset = frozenset()):
     from whoosh.analysis import LowercaseFilter, RegexTokenizer, StemFilter, StopFilter
     from whoosh.lang import stopwords_for_language
 
-    stops = frozenset(stopwords_for_language("en")) | frozenset(stopwords_for_language("ru"))
+    stops = frozenset(stopwords_for_language("en")) | frozenset(stopwords_for_language("ru")) | extra_stops
     return (
         RegexTokenizer(r"\w+(?:[.'’-]\w+)*")
         | LowercaseFilter()
@@ -315,4 +320,6 @@ def _weighting():
 
 @lru_cache(maxsize=1)
 def _query_analyzer():
-    return analyzer()
+    """How a query's words are read (and the words of notes compared with them by hand): as the
+    index reads text, without QUERY_STOPS."""
+    return analyzer(QUERY_STOPS)
