@@ -85,7 +85,6 @@ from vaultmem.core.timeq import time_intent
 from vaultmem.errors import ModelUnavailable
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
 from vaultmem.search.questions import with_questions_discounted
-from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
 CANDIDATES = 30
@@ -464,6 +463,7 @@ class RecallEngine:
         the next one indexes the rest."""
         from vaultmem.search.bm25 import document_digest
 
+        asked = rebuild
         if rebuild or not self.bm25.exists():
             catalog.forget_index()
             rebuild = True
@@ -479,7 +479,7 @@ class RecallEngine:
             count += self.bm25.update(write, gone, fresh=rebuild and start == 0,
                                       optimize=len(items) > LEXICAL_OPTIMIZE and last)
             catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in chunk.items()}, gone)
-        catalog.settle_after_indexing(len(items) + len(removed))
+        catalog.settle_after_indexing(len(items) + len(removed), rebuilt=asked)
         self._unindexed = {}
         return count
 
@@ -997,9 +997,7 @@ def rebuild_indexes(vault) -> dict:
     for cache in (vault.cache_dir, vault.state_dir / "index"):
         if cache.exists():
             shutil.rmtree(cache)
-    stats = engine_for(vault).sync(rebuild=True)
-    compact(vault.catalog(refresh=False).db)
-    return stats
+    return engine_for(vault).sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
 
 
 def recall(vault, query: str, top_k: int | None = None, namespace: str | None = None,

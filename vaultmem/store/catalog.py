@@ -579,11 +579,12 @@ class Catalog:
             self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
             self.db.execute("DELETE FROM removed WHERE indexed = 0 AND gen < ?", (self.generation - 10_000,))
 
-    def settle_after_indexing(self, rows: int) -> None:
+    def settle_after_indexing(self, rows: int, rebuilt: bool = False) -> None:
         """After an indexing that marked `rows` rows (in one or several `mark_indexed`): when they
-        were a quarter of the catalog or more, most rows just grew by their index state, so the
-        pages they split are packed again; else a big WAL is folded back into the file."""
-        if rows >= BIG_TRANSACTION and 4 * rows >= self.count():
+        were a quarter of the catalog or more (at least BIG_TRANSACTION), or the caches were just
+        rebuilt (`reindex`), most rows just grew by their index state, so the pages they split are
+        packed again; else a big WAL is folded back into the file."""
+        if rebuilt or (rows >= BIG_TRANSACTION and 4 * rows >= self.count()):
             compact(self.db)
         else:
             _shrink_wal(self.db, rows)
