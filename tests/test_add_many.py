@@ -170,8 +170,8 @@ def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_pat
     commits = []
     real_update = bm25.Bm25Index.update
     monkeypatch.setattr(bm25.Bm25Index, "update",
-                        lambda self, write, removed, fresh=False: commits.append(len(write)) or
-                        real_update(self, write, removed, fresh=fresh))
+                        lambda self, write, removed, **options: commits.append(len(write)) or
+                        real_update(self, write, removed, **options))
     for name in ("checked", "unchecked"):
         init_vault(tmp_path / name)
     checked = Vault(tmp_path / "checked")

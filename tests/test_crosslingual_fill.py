@@ -134,10 +134,11 @@ def test_a_routed_recall_embeds_one_budget_answers_and_says_how_much_is_covered(
 def test_the_coverage_line_is_one_line_that_says_who_fills_the_rest(capsys, filling, rest):
     from vaultmem.cli.output import print_recall
 
-    print_recall([], [], None, True, False, False, None, {"covered": 2300, "notes": 10000, "filling": filling})
+    coverage = {"covered": 2300, "notes": 10000, "filling": filling}
+    print_recall([], [], None, True, False, False, crosslingual_coverage=coverage)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cross-lingual vectors cover 2,300 of 10,000 notes" in err and rest in err
-    print_recall([], [], None, True, True, False, None, {"covered": 2300, "notes": 10000, "filling": filling})
+    print_recall([], [], None, True, True, False, crosslingual_coverage=coverage)
     assert capsys.readouterr().err == ""  # -q: nothing
 
 

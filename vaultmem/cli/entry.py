@@ -80,7 +80,7 @@ def fast_recall(argv: list[str]) -> bool:
 
     print_recall(answer["hits"], answer.get("problems", []), answer.get("model_problem"),
                  options["as_json"], options["quiet"], options["explain"], answer.get("crosslingual_problem"),
-                 answer.get("crosslingual_coverage"))
+                 answer.get("unembedded", 0), answer.get("crosslingual_coverage"))
     return True
 
 

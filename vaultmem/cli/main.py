@@ -222,7 +222,8 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope, min_score)
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
-        crosslingual_problem, coverage = answer.get("crosslingual_problem"), answer.get("crosslingual_coverage")
+        crosslingual_problem, unembedded = answer.get("crosslingual_problem"), answer.get("unembedded", 0)
+        coverage = answer.get("crosslingual_coverage")
     else:
         from vaultmem.clock import now as clock_now
         from vaultmem.core.present import hit_dicts
@@ -236,12 +237,13 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         problems = vault.catalog().problems
         engine = engine_for(vault)
         model_problem = engine.model_problem
-        crosslingual_problem = engine.crosslingual_problem_for(query)
+        crosslingual_problem, unembedded = engine.crosslingual_problem_for(query), engine.unembedded
         coverage = engine.crosslingual_coverage_for(query)
         coverage = coverage.as_dict() if coverage else None
     from vaultmem.cli.output import print_recall
 
-    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem, coverage)
+    print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem, unembedded,
+                 coverage)
 
 
 @cli.command()
@@ -263,11 +265,13 @@ def watch(idle_exit, out, vault_path):
 
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.server import prepare_socket, serve
-    from vaultmem.service.watch import request_handler, run_watcher
+    from vaultmem.service.watch import FILL_TURN, request_handler, run_watcher
 
     vault = _vault(vault_path)
     prepare_socket(str(vault.root))  # an unsafe socket folder or a running watcher: refused before the model loads
-    engine = RecallEngine(vault)
+    # Serving starts after one bounded sync: notes never embedded (a vault's first use) are embedded
+    # in the background, FILL_TURN at a time between requests, not before the first answer.
+    engine = RecallEngine(vault, embed_limit=FILL_TURN)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

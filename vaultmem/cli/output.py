@@ -51,15 +51,20 @@ def coverage_line(coverage: dict) -> str:
 
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
                  as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None,
-                 crosslingual_coverage: dict | None = None) -> None:
+                 unembedded: int = 0, crosslingual_coverage: dict | None = None) -> None:
     """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process).
     `crosslingual_problem`: why a query in another language was answered by the English model;
-    `crosslingual_coverage`: how many notes it could find by meaning, when not all."""
+    `unembedded`: notes the watcher has not embedded yet (a vault's first use);
+    `crosslingual_coverage`: how many notes a query in another language could find by meaning,
+    when not all."""
     if quiet:
         return
     warn_skipped(problems)
     if model_problem:
         print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
+    elif unembedded:
+        print(f"vaultmem: {unembedded:,} notes are not embedded yet (the watcher is embedding them): "
+              "until then they are found by their words only", file=sys.stderr)
     elif crosslingual_problem:
         print(f"vaultmem: warning: answered by the English model, cross-lingual recall is unavailable: "
               f"{crosslingual_problem}", file=sys.stderr)

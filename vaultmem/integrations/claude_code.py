@@ -44,6 +44,10 @@ PROMPT_TOKENS = 1400
 REVIEW_LIMIT = 8
 RECALL_K = 4
 RECALL_LINE_CHARS = 300
+# Texts a prompt's in-process recall (no watcher) may embed: a vault with thousands of notes not
+# embedded yet (its first use) is then answered within the hook's budget, those notes by their
+# words, and each prompt embeds a few more (a hook over its budget keeps what it wrote).
+HOOK_EMBED_TEXTS = 32
 WATCH_IDLE_EXIT = 2 * 3600  # seconds without a request before an auto-started watcher exits
 OFF_VALUES = {"off", "0", "false", "no", "disable", "disabled"}
 
@@ -385,9 +389,11 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
         return [f"- [{h['id']}] ({h['namespace']}, {h.get('label', '')}) "
                 f"{_one_line(h.get('text', ''), RECALL_LINE_CHARS)}"
                 for h in answer.get("hits", [])]
-    vault = run.vault()
+    from vaultmem.search.engine import RecallEngine
+
+    engine = RecallEngine(run.vault(), embed_limit=HOOK_EMBED_TEXTS)  # this prompt's, not the process's shared one
     return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.text, RECALL_LINE_CHARS)}"
-            for h in vault.recall(query, k=RECALL_K)]
+            for h in engine.recall(query, RECALL_K)]
 
 
 # ---------------------------------------------------------------- PreToolUse

@@ -71,6 +71,7 @@ Reading only: recall never writes a note.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -88,7 +89,6 @@ from vaultmem.search.crosslingual_fill import Coverage, CrossLingualRows
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
 from vaultmem.search.passages import embed_text, passage_for, passage_text  # noqa: F401 - also imported from here
 from vaultmem.search.questions import with_questions_discounted
-from vaultmem.store.catalog import compact
 
 LEXICAL_WEIGHT = 0.5
 CANDIDATES = 30
@@ -102,6 +102,8 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # add_many) up to the larger bound, which only limits the notes held for that commit.
 LEXICAL_BATCH = 200
 LEXICAL_BATCH_WITH_MODEL = 5000
+LEXICAL_CHUNK = 1000  # notes per BM25 commit when many are pending (a vault's first index)
+LEXICAL_OPTIMIZE = 5000  # an indexing of more notes ends by merging the index into one segment
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 TIME_WINDOW_BOOST = 1.25
 # Session context (with_session_context): a tenth of the best score among the candidates
@@ -137,7 +139,7 @@ class RecallEngine:
     API users keep one, so queries skip model loading and index opening.
     """
 
-    def __init__(self, vault, use_embeddings: bool = True):
+    def __init__(self, vault, use_embeddings: bool = True, embed_limit: int | None = None):
         from vaultmem.search.bm25 import Bm25Index
 
         self.vault = vault
@@ -159,6 +161,12 @@ class RecallEngine:
         self._gen = -1  # the catalog generation the view reflects
         self._lexical_gen = -1  # ... and the BM25 index
         self._unindexed: dict[str, Note] = {}  # notes the BM25 index does not hold yet
+        # How many texts a sync may run the model on before it answers (None: all of them). The
+        # watcher bounds it, so a vault's first embedding (minutes at 10k notes) never holds the
+        # engine for long: the notes left (`_unembedded`, found by their words meanwhile) are
+        # embedded by `fill` between requests. A hook without a watcher bounds it too.
+        self.embed_limit = embed_limit
+        self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = _View()
@@ -360,7 +368,7 @@ class RecallEngine:
         if gen != self._gen or rebuild:
             if self.vectors is not None:
                 with self._index_lock():
-                    embedded = self._update_vectors(catalog, changed, removed, fresh_view)
+                    embedded = self._update_vectors(catalog, changed, removed, fresh_view, self.embed_limit)
             self._gen = gen
         deferred = LEXICAL_BATCH if self.vectors is None else LEXICAL_BATCH_WITH_MODEL
         if rebuild or (self._unindexed and (lexical or len(self._unindexed) > deferred)) \
@@ -371,18 +379,49 @@ class RecallEngine:
         self._synced_at = time.monotonic()
         return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
 
-    def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool) -> int:
+    def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool,
+                        limit: int | None = None) -> int:
         """Give every note whose bytes changed the row of its text's vector (the model
-        runs only for texts never embedded); returns how many texts were embedded."""
-        return self._match_rows(catalog, self.vectors, self.embedder, MODEL_ROW,
-                                None if fresh_view else [*changed, *removed], changed, self._recent)
+        runs only for texts never embedded, and on at most `limit` of them: the notes left
+        wait in `_unembedded`); returns how many texts were embedded."""
+        paths = None if fresh_view else [*changed, *removed]
+        embedded, left = self._match_rows(catalog, self.vectors, self.embedder, MODEL_ROW, paths, changed,
+                                          self._recent, limit)
+        if paths is None:
+            self._unembedded = {}
+        for path in paths or ():
+            self._unembedded.pop(path, None)
+        self._unembedded.update(dict.fromkeys(left))
+        return embedded
+
+    def fill(self, limit: int) -> int:
+        """Embed at most `limit` of the notes a bounded sync left without a vector (the
+        watcher calls this between requests, so each call holds the engine briefly);
+        returns how many are still left."""
+        with self._lock:
+            if self._unembedded and self.vectors is not None:
+                batch = list(itertools.islice(self._unembedded, limit))
+                with self._index_lock():
+                    _embedded, left = self._match_rows(self.vault.catalog(refresh=False), self.vectors,
+                                                       self.embedder, MODEL_ROW, batch, None, self._recent, limit)
+                for path in batch:
+                    self._unembedded.pop(path, None)
+                self._unembedded = dict.fromkeys([*left, *self._unembedded])
+            return len(self._unembedded)
+
+    @property
+    def unembedded(self) -> int:
+        """Notes a bounded sync left without a vector of the vault's model (found by their words until filled)."""
+        return len(self._unembedded)
 
     def _match_rows(self, catalog, store, model, field: str, paths: list[str] | None,
-                    changed: dict[str, Note] | None = None, known: dict | None = None) -> int:
+                    changed: dict[str, Note] | None = None, known: dict | None = None,
+                    limit: int | None = None) -> tuple[int, list[str]]:
         """Give the view's notes at `paths` (None: every note) the rows of their texts'
         vectors in `store` (the view's `field`), running `model` only for texts it never
-        embedded (`known`: vectors at hand; `changed`: notes already read, by path), and
-        forget notes gone. Returns how many texts were embedded."""
+        embedded (`known`: vectors at hand; `changed`: notes already read, by path), on at
+        most `limit` of them, and forget notes gone. Returns (how many texts were embedded,
+        the paths left without a current row: their text needs the model)."""
         changed = changed or {}
         have, hashes, stale, gone = self._compare_rows(catalog, store, paths)
         notes = {p: changed[p] for p in stale if p in changed}
@@ -390,13 +429,16 @@ class RecallEngine:
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-            rows, embedded = store.update(work, gone, model, known)
+            rows, embedded = store.update(work, gone, model, known, limit)
+        left = sorted((p for p in notes if p not in rows), key=lambda p: len(work[p][1]))
         for path, (row, _digest) in have.items():
             if path not in rows:
                 self._view.set_row(path, row, field)
+        for path in left:  # its text changed and is not embedded yet: found by its words meanwhile
+            self._view.set_row(path, -1, field)
         for path, row in rows.items():
             self._view.set_row(path, row, field)
-        return embedded
+        return embedded, left
 
     def _compare_rows(self, catalog, store, paths: list[str] | None):
         """(path -> (row, file hash it was computed for) in `store`, path -> current file hash,
@@ -409,16 +451,28 @@ class RecallEngine:
         return have, hashes, stale, gone
 
     def _update_lexical(self, catalog, rebuild: bool) -> int:
+        """Bring the BM25 index in step with the catalog, LEXICAL_CHUNK notes per commit: a
+        process stopped mid-way (a hook over its budget) keeps the chunks it committed, and
+        the next one indexes the rest."""
         from vaultmem.search.bm25 import document_digest
 
+        asked = rebuild
         if rebuild or not self.bm25.exists():
             catalog.forget_index()
             rebuild = True
         pending, removed = catalog.pending_index()
-        digests = {path: document_digest(note) for path, (note, _h, _d) in pending.items()}
-        write = {path: note for path, (note, _h, doc) in pending.items() if rebuild or digests[path] != doc}
-        count = self.bm25.update(write, removed, fresh=rebuild)
-        catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in pending.items()}, removed)
+        items = list(pending.items())
+        count = 0
+        for start in range(0, max(1, len(items)), LEXICAL_CHUNK):  # once with nothing pending: `removed`
+            chunk = dict(items[start:start + LEXICAL_CHUNK])
+            digests = {path: document_digest(note) for path, (note, _h, _d) in chunk.items()}
+            write = {path: note for path, (note, _h, doc) in chunk.items() if rebuild or digests[path] != doc}
+            gone = removed if start == 0 else []
+            last = start + LEXICAL_CHUNK >= len(items)
+            count += self.bm25.update(write, gone, fresh=rebuild and start == 0,
+                                      optimize=len(items) > LEXICAL_OPTIMIZE and last)
+            catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in chunk.items()}, gone)
+        catalog.settle_after_indexing(len(items) + len(removed), rebuilt=asked)
         self._unindexed = {}
         return count
 
@@ -939,9 +993,8 @@ def rebuild_indexes(vault) -> dict:
         if cache.exists():
             shutil.rmtree(cache)
     engine = engine_for(vault)
-    stats = engine.sync(rebuild=True)
+    stats = engine.sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
     stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None
-    compact(vault.catalog(refresh=False).db)
     return stats
 
 

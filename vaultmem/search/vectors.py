@@ -35,6 +35,7 @@ from vaultmem.store.catalog import rows_in
 from vaultmem.store.files import file_stamp
 
 EMBED_BATCH = 64
+FILL_CHUNK = 4 * EMBED_BATCH  # texts embedded between two writes of the file and the text map
 # A search allowed fewer than 1 in SUBSET_SHARE of the rows gathers those rows instead of
 # multiplying the whole matrix (gathering costs about as much per row as the product).
 SUBSET_SHARE = 4
@@ -189,34 +190,51 @@ class VectorStore:
         return [path for path, digest in hashes.items() if have.get(path, (None, None))[1] != digest]
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
-               known: dict | None = None) -> tuple[dict[str, int], int]:
+               known: dict | None = None, limit: int | None = None) -> tuple[dict[str, int], int]:
         """Give each `changed` note (path -> (file hash, text to embed)) the row of its text,
         embedding only texts never seen (or found in `known`: text hash -> vector);
-        forget `removed` paths. Returns (path -> row for the changed notes, texts embedded)."""
+        forget `removed` paths. Returns (path -> row for the changed notes, texts embedded).
+
+        `limit`: run the model on at most that many texts; the notes whose texts are left
+        get no row now (they are missing from the result) and the caller fills them later.
+        The model's vectors go into the file and the text map FILL_CHUNK texts at a time,
+        so a process stopped mid-way (a hook over its budget, Ctrl-C) keeps all it embedded
+        but the last chunk: the next one finds those texts and runs the model on the rest."""
         by_hash = {path: text_hash(self.model_name, text) for path, (_digest, text) in changed.items()}
         existing = self.stored(set(by_hash.values()))
         missing: dict[str, str] = {}
         for path, digest in by_hash.items():
             if digest not in existing and digest not in missing:
                 missing[digest] = changed[path][1]
-        if missing:
-            known = known or {}
-            computed = embed_texts(embedder, {d: text for d, text in missing.items() if d not in known})
-            order = list(_longest_first(missing))
-            first = self._append(np.vstack([known.get(d) if d in known else computed[d] for d in order]))
-            for offset, digest in enumerate(order):
-                existing[digest] = first + offset
-            self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                [(self.model, digest, existing[digest]) for digest in order])
+        known = known or {}
+        # Shortest first: each batch pads to texts of its own length, and a bounded fill
+        # covers the most notes for its time.
+        items = sorted(missing.items(), key=lambda item: len(item[1]))
+        fresh = [item for item in items if item[0] not in known]
+        fresh = fresh if limit is None else fresh[:max(0, limit)]
+        at_hand = [(digest, known[digest]) for digest, _text in items if digest in known]
+        for start in range(0, len(at_hand), FILL_CHUNK):
+            self._place(at_hand[start:start + FILL_CHUNK], existing)
+        for start in range(0, len(fresh), FILL_CHUNK):
+            self._place(list(embed_texts(embedder, dict(fresh[start:start + FILL_CHUNK])).items()), existing)
+        rows = {path: existing[digest] for path, digest in by_hash.items() if digest in existing}
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
-                            [(self.model, path, changed[path][0], existing[digest])
-                             for path, digest in by_hash.items()])
+                            [(self.model, path, changed[path][0], row) for path, row in rows.items()])
         self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
                             [(self.model, path) for path in removed])
         if len(changed) + len(removed) >= 1000 and not self.db.in_transaction:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as the catalog does after big writes
-        embedded = sum(1 for digest in missing if digest not in (known or {}))
-        return {path: existing[digest] for path, digest in by_hash.items()}, embedded
+        return rows, len(fresh)
+
+    def _place(self, vectors: list[tuple[str, np.ndarray]], existing: dict[str, int]) -> None:
+        """Append (text hash, vector) pairs to the file and the text map; `existing` learns their rows."""
+        if not vectors:
+            return
+        first = self._append(np.vstack([vector for _digest, vector in vectors]))
+        for offset, (digest, _vector) in enumerate(vectors):
+            existing[digest] = first + offset
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(self.model, digest, existing[digest]) for digest, _vector in vectors])
 
     def search(self, query_vector: np.ndarray, rows: np.ndarray, limit: int,
                mask: np.ndarray | None = None) -> list[tuple[int, float]]:
@@ -244,18 +262,14 @@ class VectorStore:
 
 
 def embed_texts(embedder, texts: dict[str, str]) -> dict[str, np.ndarray]:
-    """text hash -> vector of each of `texts` (text hash -> text), EMBED_BATCH at a time."""
+    """text hash -> vector of each of `texts` (text hash -> text), shortest first (each batch
+    pads to texts of its own length), EMBED_BATCH at a time."""
     vectors: dict[str, np.ndarray] = {}
-    order = list(_longest_first(texts))
+    order = sorted(texts, key=lambda digest: len(texts[digest]))
     for start in range(0, len(order), EMBED_BATCH):
         batch = order[start:start + EMBED_BATCH]
         vectors.update(zip(batch, embedder.embed([texts[d] for d in batch], kind="passage")))
     return vectors
-
-
-def _longest_first(texts: dict[str, str]) -> list[str]:
-    """The keys of `texts` by text length, longest first: each batch pads to texts of its own length."""
-    return sorted(texts, key=lambda digest: len(texts[digest]), reverse=True)
 
 
 def quantize(vectors: np.ndarray) -> np.ndarray:

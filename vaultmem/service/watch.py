@@ -23,6 +23,12 @@ DEBOUNCE = 0.15
 MAX_DELAY = 0.5
 RESCAN_EVERY = 60.0
 IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan clock
+# Texts the watcher embeds per turn while a vault's notes lack vectors (its first use, a big
+# import): a fraction of a second even for long notes on a busy machine, so a recall or a write
+# asked meanwhile waits at most that long; it is answered with the notes embedded so far, the
+# rest by their words.
+FILL_TURN = 16
+FILL_BREATH = 0.01
 
 
 class ChangeCollector:
@@ -122,14 +128,16 @@ def request_handler(engine):
         return {"ok": True, "hits": hit_dicts(hits, now, engine.vault.config),
                 "problems": [list(p) for p in problems], "model_problem": engine.model_problem,
                 "crosslingual_problem": engine.crosslingual_problem_for(request.get("query", "")),
+                "unembedded": engine.unembedded,
                 "crosslingual_coverage": coverage.as_dict() if coverage else None}
 
     return handle
 
 
 def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
-    """Keep `engine` in step with the vault until `stop_event` is set, and its cross-lingual
-    vectors filled once a query was routed (service/backfill.py)."""
+    """Keep `engine` in step with the vault until `stop_event` is set; between events, embed
+    (FILL_TURN texts at a time) the notes its bounded syncs left (`RecallEngine.embed_limit`);
+    and fill its cross-lingual vectors once a query was routed (service/backfill.py)."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
@@ -154,6 +162,9 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         last_scan = time.monotonic()
         while not stop_event.is_set():
             due = collector.due_in()
+            if due is None and engine.unembedded:
+                engine.fill(FILL_TURN)
+                due = FILL_BREATH  # the engine's lock is not fair: a request waiting for it gets it now
             collector.wake.wait(timeout=IDLE_POLL if due is None else due)
             collector.wake.clear()
             batch = collector.take_when_settled()

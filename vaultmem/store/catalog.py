@@ -587,10 +587,16 @@ class Catalog:
                                 [(path,) for path in removed])
             self.db.executemany("UPDATE removed SET indexed = 0 WHERE path = ?", [(path,) for path in removed])
             self.db.execute("DELETE FROM removed WHERE indexed = 0 AND gen < ?", (self.generation - 10_000,))
-        if len(done) >= BIG_TRANSACTION and 4 * len(done) >= self.count():
-            compact(self.db)  # most rows just grew by their index state: the pages they split, packed again
+
+    def settle_after_indexing(self, rows: int, rebuilt: bool = False) -> None:
+        """After an indexing that marked `rows` rows (in one or several `mark_indexed`): when they
+        were a quarter of the catalog or more (at least BIG_TRANSACTION), or the caches were just
+        rebuilt (`reindex`), most rows just grew by their index state, so the pages they split are
+        packed again; else a big WAL is folded back into the file."""
+        if rebuilt or (rows >= BIG_TRANSACTION and 4 * rows >= self.count()):
+            compact(self.db)
         else:
-            _shrink_wal(self.db, len(done) + len(removed))
+            _shrink_wal(self.db, rows)
 
     def forget_index(self) -> None:
         """The BM25 index was deleted or rebuilt from nothing: every note is pending again."""
