@@ -15,7 +15,6 @@ import time
 import pytest
 
 from vaultmem.integrations import claude_code
-from vaultmem.search import engine as engine_module
 from vaultmem.search import vectors as vectors_module
 from vaultmem.search.engine import RecallEngine
 from vaultmem.service.watch import FILL_TURN, request_handler, run_watcher
@@ -111,7 +110,6 @@ def test_a_fill_stopped_mid_way_keeps_every_chunk_it_wrote(unindexed, monkeypatc
 
 @pytest.mark.parametrize("seed", range(6))
 def test_a_bm25_build_stopped_mid_way_keeps_its_commits(unindexed, monkeypatch, seed):
-    monkeypatch.setattr(engine_module, "LEXICAL_CHUNK", 50)
     from vaultmem.search import bm25
 
     commits, fail_at = [], random.Random(seed).randrange(1, NOTES // 50)
@@ -125,7 +123,7 @@ def test_a_bm25_build_stopped_mid_way_keeps_its_commits(unindexed, monkeypatch, 
 
     monkeypatch.setattr(bm25.Bm25Index, "update", update)
     with pytest.raises(KeyboardInterrupt):
-        RecallEngine(unindexed, use_embeddings=False).sync()
+        RecallEngine(unindexed, use_embeddings=False, commit_every=50).sync()
     assert len(Vault(unindexed.root).catalog().pending_index()[0]) == NOTES - 50 * fail_at
     monkeypatch.setattr(bm25.Bm25Index, "update", real_update)
     assert RecallEngine(Vault(unindexed.root), use_embeddings=False).sync()["indexed"] == NOTES - 50 * fail_at

@@ -48,6 +48,7 @@ RECALL_LINE_CHARS = 300
 # embedded yet (its first use) is then answered within the hook's budget, those notes by their
 # words, and each prompt embeds a few more (a hook over its budget keeps what it wrote).
 HOOK_EMBED_TEXTS = 32
+HOOK_COMMIT_EVERY = 1000  # notes per BM25 commit: a vault's first index is kept chunk by chunk
 WATCH_IDLE_EXIT = 2 * 3600  # seconds without a request before an auto-started watcher exits
 OFF_VALUES = {"off", "0", "false", "no", "disable", "disabled"}
 
@@ -391,7 +392,8 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
                 for h in answer.get("hits", [])]
     from vaultmem.search.engine import RecallEngine
 
-    engine = RecallEngine(run.vault(), embed_limit=HOOK_EMBED_TEXTS)  # this prompt's, not the process's shared one
+    # This prompt's engine, not the process's shared one: bounded, and kept chunk by chunk.
+    engine = RecallEngine(run.vault(), embed_limit=HOOK_EMBED_TEXTS, commit_every=HOOK_COMMIT_EVERY)
     return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.text, RECALL_LINE_CHARS)}"
             for h in engine.recall(query, RECALL_K)]
 

@@ -185,9 +185,11 @@ class Bm25Index:
             self._searcher.close()
         self._searcher, self._ix = None, None
 
-    def update(self, changed: dict[str, Note], removed, fresh: bool = False, optimize: bool = False) -> int:
+    def update(self, changed: dict[str, Note], removed, fresh: bool = False, optimize: bool = False,
+               merge: bool = True) -> int:
         """Re-index the `changed` notes (path -> note) and drop the `removed` paths, in one commit;
-        `optimize`: merge the index into one segment (after a big indexing)."""
+        `optimize`: merge the index into one segment (after a big indexing); `merge=False`: leave
+        the new segment unmerged (a big indexing's chunks before its last, which merges them once)."""
         if not (changed or removed or fresh):
             return 0
         ix = self._open(rebuild=fresh)
@@ -202,7 +204,12 @@ class Bm25Index:
                     writer.delete_by_term("key", path_key(path))
             for note in changed.values():
                 writer.add_document(**document(note))
-            writer.commit(optimize=optimize)
+            if merge:
+                writer.commit(optimize=optimize)
+            else:
+                from whoosh.writing import NO_MERGE
+
+                writer.commit(mergetype=NO_MERGE)
         except BaseException:
             writer.cancel()
             raise

@@ -102,7 +102,6 @@ NEVER_GRADED_RETRIEVABILITY = 0.9
 # add_many) up to the larger bound, which only limits the notes held for that commit.
 LEXICAL_BATCH = 200
 LEXICAL_BATCH_WITH_MODEL = 5000
-LEXICAL_CHUNK = 1000  # notes per BM25 commit when many are pending (a vault's first index)
 LEXICAL_OPTIMIZE = 5000  # an indexing of more notes ends by merging the index into one segment
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 TIME_WINDOW_BOOST = 1.25
@@ -139,7 +138,8 @@ class RecallEngine:
     API users keep one, so queries skip model loading and index opening.
     """
 
-    def __init__(self, vault, use_embeddings: bool = True, embed_limit: int | None = None):
+    def __init__(self, vault, use_embeddings: bool = True, embed_limit: int | None = None,
+                 commit_every: int | None = None):
         from vaultmem.search.bm25 import Bm25Index
 
         self.vault = vault
@@ -166,6 +166,10 @@ class RecallEngine:
         # engine for long: the notes left (`_unembedded`, found by their words meanwhile) are
         # embedded by `fill` between requests. A hook without a watcher bounds it too.
         self.embed_limit = embed_limit
+        # Notes per BM25 commit when many are pending (None: one commit). A hook is stopped at its
+        # budget: committed in chunks, a vault's first index is built over several prompts instead
+        # of lost each time. Not by default: the chunks' segments and their merge cost ~1.7x the CPU.
+        self.commit_every = commit_every
         self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
@@ -451,9 +455,9 @@ class RecallEngine:
         return have, hashes, stale, gone
 
     def _update_lexical(self, catalog, rebuild: bool) -> int:
-        """Bring the BM25 index in step with the catalog, LEXICAL_CHUNK notes per commit: a
-        process stopped mid-way (a hook over its budget) keeps the chunks it committed, and
-        the next one indexes the rest."""
+        """Bring the BM25 index in step with the catalog, in one commit or `commit_every` notes per
+        commit: then a process stopped mid-way (a hook over its budget) keeps the chunks it
+        committed, and the next one indexes the rest."""
         from vaultmem.search.bm25 import document_digest
 
         asked = rebuild
@@ -462,15 +466,16 @@ class RecallEngine:
             rebuild = True
         pending, removed = catalog.pending_index()
         items = list(pending.items())
+        step = self.commit_every or max(1, len(items))
         count = 0
-        for start in range(0, max(1, len(items)), LEXICAL_CHUNK):  # once with nothing pending: `removed`
-            chunk = dict(items[start:start + LEXICAL_CHUNK])
+        for start in range(0, max(1, len(items)), step):  # once with nothing pending: `removed`
+            chunk = dict(items[start:start + step])
             digests = {path: document_digest(note) for path, (note, _h, _d) in chunk.items()}
             write = {path: note for path, (note, _h, doc) in chunk.items() if rebuild or digests[path] != doc}
             gone = removed if start == 0 else []
-            last = start + LEXICAL_CHUNK >= len(items)
+            last = start + step >= len(items)
             count += self.bm25.update(write, gone, fresh=rebuild and start == 0,
-                                      optimize=len(items) > LEXICAL_OPTIMIZE and last)
+                                      optimize=len(items) > LEXICAL_OPTIMIZE and last, merge=last)
             catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in chunk.items()}, gone)
         catalog.settle_after_indexing(len(items) + len(removed), rebuilt=asked)
         self._unindexed = {}
