@@ -29,6 +29,10 @@ IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan
 # rest by their words.
 FILL_TURN = 16
 FILL_BREATH = 0.01
+# Every this many turns, and when the fill ends, the heap's free pages go back to the system:
+# glibc keeps what the model's batches of every size freed (a watcher that embedded a 10k vault
+# held ~460 MB afterwards, ~290 MB with this; no slower).
+TRIM_EVERY = 25
 
 
 class ChangeCollector:
@@ -156,14 +160,18 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     fill = None
     try:
         result = engine.sync(full=True)
+        give_back_memory()  # a first build's BM25 pool and catalog parse
         if on_update:
             on_update("scan", result)
         fill = start_background_fill(engine, log=lambda text: print(text, flush=True))
         last_scan = time.monotonic()
+        turns = 0
         while not stop_event.is_set():
             due = collector.due_in()
             if due is None and engine.unembedded:
-                engine.fill(FILL_TURN)
+                turns += 1
+                if not engine.fill(FILL_TURN) or turns % TRIM_EVERY == 0:
+                    give_back_memory()
                 due = FILL_BREATH  # the engine's lock is not fair: a request waiting for it gets it now
             collector.wake.wait(timeout=IDLE_POLL if due is None else due)
             collector.wake.clear()
@@ -184,6 +192,16 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             fill.stop()
         observer.stop()
         observer.join(timeout=5)
+
+
+def give_back_memory() -> None:
+    """Return the heap's free pages to the system (glibc's malloc_trim); nothing elsewhere."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
