@@ -90,7 +90,8 @@ def squat(vault_dir, how: str) -> FakeServer:
     path = socket_path(str(vault_dir))
     folder = os.path.dirname(path)
     if how == "symlink":
-        elsewhere = tempfile.mkdtemp(prefix="vm-other-")
+        # Inside the test's own TMPDIR (tmpdir_env removes it); tempfile's cached folder would leave it behind.
+        elsewhere = tempfile.mkdtemp(prefix="vm-other-", dir=os.path.dirname(folder))
         os.chmod(elsewhere, 0o700)
         os.symlink(elsewhere, folder)
     else:
