@@ -388,9 +388,11 @@ class RecallEngine:
         """Give every note whose bytes changed the row of its text's vector (the model
         runs only for texts never embedded, and on at most `limit` of them: the notes left
         wait in `_unembedded`); returns how many texts were embedded."""
-        paths = None if fresh_view else [*changed, *removed]
-        embedded, left = self._match_rows(catalog, self.vectors, self.embedder, MODEL_ROW, paths, changed,
-                                          self._recent, limit)
+        return self._embed_rows(catalog, None if fresh_view else [*changed, *removed], changed, limit)
+
+    def _embed_rows(self, catalog, paths: list[str] | None, changed: dict[str, Note], limit: int | None) -> int:
+        """`_match_rows`, and `_unembedded` told which of `paths` (None: every note) are left."""
+        embedded, left = self._match_rows(catalog, paths, changed, limit)
         if paths is None:
             self._unembedded = {}
         for path in paths or ():
@@ -404,13 +406,9 @@ class RecallEngine:
         returns how many are still left."""
         with self._lock:
             if self._unembedded and self.vectors is not None:
-                batch = list(itertools.islice(self._unembedded, limit))
                 with self._index_lock():
-                    _embedded, left = self._match_rows(self.vault.catalog(refresh=False), self.vectors,
-                                                       self.embedder, MODEL_ROW, batch, None, self._recent, limit)
-                for path in batch:
-                    self._unembedded.pop(path, None)
-                self._unembedded = dict.fromkeys([*left, *self._unembedded])
+                    self._embed_rows(self.vault.catalog(refresh=False),
+                                     list(itertools.islice(self._unembedded, limit)), {}, limit)
             return len(self._unembedded)
 
     @property
@@ -418,30 +416,28 @@ class RecallEngine:
         """Notes a bounded sync left without a vector of the vault's model (found by their words until filled)."""
         return len(self._unembedded)
 
-    def _match_rows(self, catalog, store, model, field: str, paths: list[str] | None,
-                    changed: dict[str, Note] | None = None, known: dict | None = None,
-                    limit: int | None = None) -> tuple[int, list[str]]:
-        """Give the view's notes at `paths` (None: every note) the rows of their texts'
-        vectors in `store` (the view's `field`), running `model` only for texts it never
-        embedded (`known`: vectors at hand; `changed`: notes already read, by path), on at
-        most `limit` of them, and forget notes gone. Returns (how many texts were embedded,
-        the paths left without a current row: their text needs the model)."""
-        changed = changed or {}
-        have, hashes, stale, gone = self._compare_rows(catalog, store, paths)
+    def _match_rows(self, catalog, paths: list[str] | None, changed: dict[str, Note],
+                    limit: int | None) -> tuple[int, list[str]]:
+        """Give the view's notes at `paths` (None: every note) the rows of their texts' vectors
+        of the vault's model, running it only for texts never embedded (or embedded lately,
+        `_recent`), on at most `limit` of them, and forget notes gone (`changed`: notes already
+        read, by path). Returns (how many texts were embedded, the paths left without a
+        current row, shortest text first: their text needs the model)."""
+        have, hashes, stale, gone = self._compare_rows(catalog, self.vectors, paths)
         notes = {p: changed[p] for p in stale if p in changed}
         notes.update(catalog.at([p for p in stale if p not in changed]))
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-            rows, embedded = store.update(work, gone, model, known, limit)
+            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent, limit)
         left = sorted((p for p in notes if p not in rows), key=lambda p: len(work[p][1]))
         for path, (row, _digest) in have.items():
             if path not in rows:
-                self._view.set_row(path, row, field)
+                self._view.set_row(path, row, MODEL_ROW)
         for path in left:  # its text changed and is not embedded yet: found by its words meanwhile
-            self._view.set_row(path, -1, field)
+            self._view.set_row(path, -1, MODEL_ROW)
         for path, row in rows.items():
-            self._view.set_row(path, row, field)
+            self._view.set_row(path, row, MODEL_ROW)
         return embedded, left
 
     def _compare_rows(self, catalog, store, paths: list[str] | None):
@@ -450,7 +446,7 @@ class RecallEngine:
         the notes at `paths` (None: every note)."""
         have = store.rows_of_paths(paths)
         hashes = catalog.hashes() if paths is None else catalog.hashes_of(paths)
-        stale = [p for p, digest in hashes.items() if have.get(p, (None, None))[1] != digest]
+        stale = store.stale(hashes, have)
         gone = [p for p in have if (p not in hashes if paths is None else self._view.slot(p) is None)]
         return have, hashes, stale, gone
 

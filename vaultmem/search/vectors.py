@@ -184,9 +184,10 @@ class VectorStore:
             self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
             set(digests), self.model) if row < rows_now}
 
-    def stale(self, hashes: dict[str, str]) -> list[str]:
-        """The paths of `hashes` (path -> file hash) whose note has no row computed for that hash."""
-        have = self.rows_of_paths()
+    def stale(self, hashes: dict[str, str], have: dict[str, tuple[int, str]] | None = None) -> list[str]:
+        """The paths of `hashes` (path -> file hash) whose note has no row computed for that hash
+        (`have`: rows_of_paths' answer when the caller holds it already)."""
+        have = self.rows_of_paths() if have is None else have
         return [path for path, digest in hashes.items() if have.get(path, (None, None))[1] != digest]
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
