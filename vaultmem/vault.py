@@ -29,6 +29,7 @@ from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, Vaultm
 from vaultmem.store.catalog import Catalog, content_digest
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
 from vaultmem.store.files import (
+    SpareFiles,
     append_jsonl,
     batched_durability,
     create_new,
@@ -758,15 +759,16 @@ class Vault:
         one id) is rewritten file by file and reported by health, never stopping the rest.
         Returns each note after, or None where its file could not be rewritten."""
         written: list[Note | None] = []
-        for start in range(0, len(jobs), REWRITE_BATCH):
-            written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH])
+        with SpareFiles() as spares:  # each batch's old files take the next batch's texts
+            for start in range(0, len(jobs), REWRITE_BATCH):
+                written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH], spares)
         return written
 
-    def _rewrite_one_batch(self, jobs: list[BatchJob]) -> list[Note | None]:
+    def _rewrite_one_batch(self, jobs: list[BatchJob], spares: SpareFiles) -> list[Note | None]:
         """`_rewrite_batch` for at most REWRITE_BATCH jobs: one rewrite_many, one ledger append."""
         digests = self.catalog(refresh=False).hashes_of(note.path for note, *_rest in jobs)
         prepared = [self._job(note, change, digests.get(note.path)) for note, change, *_rest in jobs]
-        results = rewrite_many([job[:3] for job in prepared])
+        results = rewrite_many([job[:3] for job in prepared], spares)
         written: list[Note | None] = []
         entries = []
         files = []
