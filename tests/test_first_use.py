@@ -177,3 +177,40 @@ def test_a_prompt_without_a_watcher_is_answered_and_embeds_a_few_more_notes(unin
         assert code == 0 and "Service node-42 listens on port 8042" in text
         counts.append(embedded_paths(unindexed))
     assert counts == [16, 32, 48]
+
+
+def test_a_recall_that_embeds_many_notes_says_so_once_and_reindex_again(unindexed, run, monkeypatch):
+    from vaultmem.cli import output
+
+    monkeypatch.setattr(output, "PROGRESS_FROM", 100)
+    first = run("recall", "node-17 port")
+    assert f"vaultmem: embedding {NOTES} notes once" in first.stderr and "node-17" in first.stdout
+    assert "embedding" not in run("recall", "node-18 port").stderr  # embedded already: nothing to say
+    assert f"embedding {NOTES} notes once" in run("reindex").stderr
+    assert "embedding" not in run("-q", "reindex").stderr
+    monkeypatch.setattr(output, "PROGRESS_FROM", NOTES + 1)
+    assert "embedding" not in run("reindex").stderr  # a few seconds of work: no line
+
+
+def test_on_a_terminal_the_progress_counts_up_in_place_and_ends_the_line():
+    class Terminal:
+        def __init__(self):
+            self.text = ""
+
+        def isatty(self):
+            return True
+
+        def write(self, text):
+            self.text += text
+
+        def flush(self):
+            pass
+
+    from vaultmem.cli.output import embedding_progress
+
+    terminal = Terminal()
+    progress = embedding_progress(terminal)
+    for done in (0, 256, 512, 600):
+        progress(done, 600)
+    assert terminal.text.count("\n") == 1 and terminal.text.endswith("embedding notes: 600 of 600\n")
+    assert "\rvaultmem: embedding notes: 256 of 600" in terminal.text

@@ -225,12 +225,14 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         crosslingual_problem, unembedded = answer.get("crosslingual_problem"), answer.get("unembedded", 0)
         coverage = answer.get("crosslingual_coverage")
     else:
+        from vaultmem.cli.output import embedding_progress
         from vaultmem.clock import now as clock_now
         from vaultmem.core.present import hit_dicts
         from vaultmem.search.engine import engine_for
         from vaultmem.search.engine import recall as run_recall
 
         vault = _vault(vault_path)
+        engine_for(vault).progress = None if out.quiet else embedding_progress()
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope,
                            min_score=min_score)
         hits = hit_dicts(found, clock_now(), vault.config)
@@ -609,10 +611,11 @@ def reindex(out, vault_path):
 
     Example: vaultmem reindex
     """
+    from vaultmem.cli.output import embedding_progress
     from vaultmem.search.engine import rebuild_indexes
 
     vault = _vault(vault_path)
-    result = rebuild_indexes(vault)
+    result = rebuild_indexes(vault, progress=None if out.quiet else embedding_progress())
     problems = vault.catalog().problems
     crosslingual = result["crosslingual_embedded"]
     out.emit(dict(result, problems=[{"path": p, "problem": m} for p, m in problems]),

@@ -85,3 +85,27 @@ def print_recall(hits: list[dict], problems: list[str], model_problem: str | Non
 
         text = fence(text).rstrip("\n")
     print(text)
+
+
+PROGRESS_FROM = 500  # texts through the model: fewer take seconds, not worth a line
+
+
+def embedding_progress(stream=None):
+    """A `progress(done, total)` for a sync's run of the model (RecallEngine.progress): a
+    vault's first embedding takes minutes without a watcher (10k notes: about 3 on 2 cores),
+    and a command silent that long looks hung. On a terminal, a counter updated in place;
+    elsewhere (a log), one line when it starts. Nothing under PROGRESS_FROM texts."""
+    stream = stream or sys.stderr
+    live = stream.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if total < PROGRESS_FROM:
+            return
+        if done == 0:
+            stream.write(f"vaultmem: embedding {total:,} notes once (kept for later; `vaultmem watch` "
+                         "does this in the background)" + ("" if live else "\n"))
+        elif live:
+            stream.write(f"\rvaultmem: embedding notes: {done:,} of {total:,}" + ("\n" if done >= total else ""))
+        stream.flush()
+
+    return progress

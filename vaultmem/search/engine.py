@@ -75,6 +75,7 @@ import itertools
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,6 +167,8 @@ class RecallEngine:
         # engine for long: the notes left (`_unembedded`, found by their words meanwhile) are
         # embedded by `fill` between requests. A hook without a watcher bounds it too.
         self.embed_limit = embed_limit
+        # Told (done, total) as a sync runs the model over many texts: the CLI's progress line.
+        self.progress: Callable[[int, int], None] | None = None
         # Notes per BM25 commit when many are pending (None: one commit). A hook is stopped at its
         # budget: committed in chunks, a vault's first index is built over several prompts instead
         # of lost each time. Not by default: the chunks' segments and their merge cost ~1.7x the CPU.
@@ -429,7 +432,7 @@ class RecallEngine:
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent, limit)
+            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent, limit, self.progress)
         left = sorted((p for p in notes if p not in rows), key=lambda p: len(work[p][1]))
         for path, (row, _digest) in have.items():
             if path not in rows:
@@ -981,9 +984,10 @@ def forget_engines(vault) -> None:
     vault.forget_catalog()
 
 
-def rebuild_indexes(vault) -> dict:
+def rebuild_indexes(vault, progress: Callable[[int, int], None] | None = None) -> dict:
     """Delete every derived cache of the vault and build it again from the notes: the
-    cross-lingual vectors too when they were there (someone routed queries on this vault)."""
+    cross-lingual vectors too when they were there (someone routed queries on this vault).
+    `progress`: told (done, total) as the model runs (RecallEngine.progress)."""
     import shutil
 
     from vaultmem.search.crosslingual import has_vectors
@@ -994,6 +998,7 @@ def rebuild_indexes(vault) -> dict:
         if cache.exists():
             shutil.rmtree(cache)
     engine = engine_for(vault)
+    engine.progress = progress
     stats = engine.sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
     stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None
     return stats

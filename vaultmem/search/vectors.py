@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -191,7 +192,8 @@ class VectorStore:
         return [path for path, digest in hashes.items() if have.get(path, (None, None))[1] != digest]
 
     def update(self, changed: dict[str, tuple[str, str]], removed, embedder,
-               known: dict | None = None, limit: int | None = None) -> tuple[dict[str, int], int]:
+               known: dict | None = None, limit: int | None = None,
+               progress: Callable[[int, int], None] | None = None) -> tuple[dict[str, int], int]:
         """Give each `changed` note (path -> (file hash, text to embed)) the row of its text,
         embedding only texts never seen (or found in `known`: text hash -> vector);
         forget `removed` paths. Returns (path -> row for the changed notes, texts embedded).
@@ -200,7 +202,9 @@ class VectorStore:
         get no row now (they are missing from the result) and the caller fills them later.
         The model's vectors go into the file and the text map FILL_CHUNK texts at a time,
         so a process stopped mid-way (a hook over its budget, Ctrl-C) keeps all it embedded
-        but the last chunk: the next one finds those texts and runs the model on the rest."""
+        but the last chunk: the next one finds those texts and runs the model on the rest.
+        `progress(done, total)` hears of the texts through the model: before the first chunk
+        and after each."""
         by_hash = {path: text_hash(self.model_name, text) for path, (_digest, text) in changed.items()}
         existing = self.stored(set(by_hash.values()))
         missing: dict[str, str] = {}
@@ -217,7 +221,11 @@ class VectorStore:
         for start in range(0, len(at_hand), FILL_CHUNK):
             self._place(at_hand[start:start + FILL_CHUNK], existing)
         for start in range(0, len(fresh), FILL_CHUNK):
+            if progress is not None:
+                progress(start, len(fresh))
             self._place(list(embed_texts(embedder, dict(fresh[start:start + FILL_CHUNK])).items()), existing)
+        if progress is not None and fresh:
+            progress(len(fresh), len(fresh))
         rows = {path: existing[digest] for path, digest in by_hash.items() if digest in existing}
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
                             [(self.model, path, changed[path][0], row) for path, row in rows.items()])
