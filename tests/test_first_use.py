@@ -214,3 +214,37 @@ def test_on_a_terminal_the_progress_counts_up_in_place_and_ends_the_line():
         progress(done, 600)
     assert terminal.text.count("\n") == 1 and terminal.text.endswith("embedding notes: 600 of 600\n")
     assert "\rvaultmem: embedding notes: 256 of 600" in terminal.text
+
+
+def test_a_fill_runs_the_model_without_the_engines_lock_and_keeps_an_edit_made_meanwhile(unindexed, monkeypatch):
+    """A recall and an edit while a fill's texts are in the model are served at once; the
+    edited note ends with the vector of its new text, not the one the fill computed."""
+    engine = RecallEngine(unindexed, embed_limit=16)
+    engine.recall("node-17 port", 3)
+    real_embed = engine.embedder.embed
+    in_model, release = threading.Event(), threading.Event()
+
+    def slow_first_fill(texts, kind="passage"):
+        if kind == "passage" and not in_model.is_set():
+            in_model.set()
+            assert release.wait(10)
+        return real_embed(texts, kind)
+
+    monkeypatch.setattr(engine.embedder, "embed", slow_first_fill)
+    filling = threading.Thread(target=engine.fill, args=(FILL_TURN,))
+    filling.start()
+    assert in_model.wait(10)
+    edited = unindexed.root / next(iter(engine._unembedded))  # the first note the fill took
+    edited.write_text(edited.read_text().replace("in staging", "in production, moved in May"))
+    answered = []
+    other = threading.Thread(target=lambda: answered.append((engine.apply([str(edited.relative_to(unindexed.root))]),
+                                                             engine.recall("node-17 port", 3))))
+    other.start()
+    other.join(5)
+    assert answered and answered[0][1], "the edit and the recall waited for the fill's model run"
+    release.set()
+    filling.join(10)
+    assert engine.unembedded == NOTES - 16 - FILL_TURN
+    rows = engine.vectors.rows_of_paths([str(edited.relative_to(unindexed.root))])
+    current = Vault(unindexed.root).catalog().hashes_of([str(edited.relative_to(unindexed.root))])
+    assert [digest for _row, digest in rows.values()] == list(current.values())

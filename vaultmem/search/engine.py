@@ -393,9 +393,10 @@ class RecallEngine:
         wait in `_unembedded`); returns how many texts were embedded."""
         return self._embed_rows(catalog, None if fresh_view else [*changed, *removed], changed, limit)
 
-    def _embed_rows(self, catalog, paths: list[str] | None, changed: dict[str, Note], limit: int | None) -> int:
+    def _embed_rows(self, catalog, paths: list[str] | None, changed: dict[str, Note], limit: int | None,
+                    known: dict | None = None) -> int:
         """`_match_rows`, and `_unembedded` told which of `paths` (None: every note) are left."""
-        embedded, left = self._match_rows(catalog, paths, changed, limit)
+        embedded, left = self._match_rows(catalog, paths, changed, limit, known)
         if paths is None:
             self._unembedded = {}
         for path in paths or ():
@@ -405,13 +406,25 @@ class RecallEngine:
 
     def fill(self, limit: int) -> int:
         """Embed at most `limit` of the notes a bounded sync left without a vector (the
-        watcher calls this between requests, so each call holds the engine briefly);
-        returns how many are still left."""
+        watcher calls this between requests); returns how many are still left. The texts
+        are read under the engine's lock, run through the model without it (a recall or an
+        edit meanwhile waits for no model run but its own) and stored under it: a note
+        changed meanwhile keeps waiting, for its new text."""
+        from vaultmem.search.vectors import embed_texts, text_hash
+
         with self._lock:
-            if self._unembedded and self.vectors is not None:
-                with self._index_lock():
-                    self._embed_rows(self.vault.catalog(refresh=False),
-                                     list(itertools.islice(self._unembedded, limit)), {}, limit)
+            if not (self._unembedded and self.vectors is not None):
+                return len(self._unembedded)
+            paths = list(itertools.islice(self._unembedded, limit))
+            notes = self.vault.catalog(refresh=False).at(paths)
+            texts = {text_hash(self.embedder.name, text): text for text in map(embed_text, notes.values())}
+            stored = self.vectors.stored(texts)
+            wanted = {digest: text for digest, text in texts.items() if digest not in stored}
+        vectors = embed_texts(self.embedder, wanted)
+        with self._lock, self._index_lock():
+            # What the model made is all these texts need (limit 0: it runs for none of them here).
+            self._embed_rows(self.vault.catalog(refresh=False), [p for p in paths if p in self._unembedded], {}, 0,
+                             vectors)
             return len(self._unembedded)
 
     @property
@@ -420,7 +433,7 @@ class RecallEngine:
         return len(self._unembedded)
 
     def _match_rows(self, catalog, paths: list[str] | None, changed: dict[str, Note],
-                    limit: int | None) -> tuple[int, list[str]]:
+                    limit: int | None, known: dict | None = None) -> tuple[int, list[str]]:
         """Give the view's notes at `paths` (None: every note) the rows of their texts' vectors
         of the vault's model, running it only for texts never embedded (or embedded lately,
         `_recent`), on at most `limit` of them, and forget notes gone (`changed`: notes already
@@ -432,7 +445,8 @@ class RecallEngine:
         rows, embedded = {}, 0
         if notes or gone:
             work = {p: (hashes[p], embed_text(n)) for p, n in notes.items()}
-            rows, embedded = self.vectors.update(work, gone, self.embedder, self._recent, limit, self.progress)
+            rows, embedded = self.vectors.update(work, gone, self.embedder, known or self._recent, limit,
+                                                 self.progress)
         left = sorted((p for p in notes if p not in rows), key=lambda p: len(work[p][1]))
         for path, (row, _digest) in have.items():
             if path not in rows:

@@ -21,6 +21,13 @@ from vaultmem.core.linemerge import merge_texts
 from vaultmem.errors import ConflictError, NoteError, VaultmemError
 from vaultmem.store.rename import exchange, move_no_replace
 
+try:  # leases (SpareFiles) are Linux only
+    import fcntl
+
+    _F_SETLEASE = getattr(fcntl, "F_SETLEASE", None)
+except ImportError:  # Windows
+    _F_SETLEASE = None
+
 # How often a rewrite re-applies its change on a save that landed meanwhile before giving up.
 REWRITE_ATTEMPTS = 8
 # ... and how many more once it has swapped a save out: that save must get back into the note.
@@ -441,14 +448,6 @@ class SpareFiles:
                 continue
             return tmp
         return None
-
-
-try:
-    import fcntl
-
-    _F_SETLEASE = getattr(fcntl, "F_SETLEASE", None)
-except ImportError:  # Windows
-    _F_SETLEASE = None
 
 
 def _write_all(fd: int, data: bytes) -> None:
