@@ -17,7 +17,8 @@ import pytest
 from vaultmem.integrations import claude_code
 from vaultmem.search import vectors as vectors_module
 from vaultmem.search.engine import RecallEngine
-from vaultmem.service.watch import FILL_TURN, request_handler, run_watcher
+from vaultmem.service.backfill import FILL_TURN
+from vaultmem.service.watch import request_handler, run_watcher
 from vaultmem.vault import Vault
 
 NOTES = 300

@@ -266,13 +266,14 @@ def watch(idle_exit, out, vault_path):
     import threading
 
     from vaultmem.search.engine import RecallEngine
+    from vaultmem.service.backfill import FILL_TURN
     from vaultmem.service.server import prepare_socket, serve
-    from vaultmem.service.watch import FILL_TURN, request_handler, run_watcher
+    from vaultmem.service.watch import request_handler, run_watcher
 
     vault = _vault(vault_path)
     prepare_socket(str(vault.root))  # an unsafe socket folder or a running watcher: refused before the model loads
     # Serving starts after one bounded sync: notes never embedded (a vault's first use) are embedded
-    # in the background, FILL_TURN at a time between requests, not before the first answer.
+    # in the background (service/backfill.py), FILL_TURN at a time, not before the first answer.
     engine = RecallEngine(vault, embed_limit=FILL_TURN)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -23,16 +23,6 @@ DEBOUNCE = 0.15
 MAX_DELAY = 0.5
 RESCAN_EVERY = 60.0
 IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan clock
-# Texts the watcher embeds per turn while a vault's notes lack vectors (its first use, a big
-# import): a fraction of a second even for long notes on a busy machine, so a recall or a write
-# asked meanwhile waits at most that long; it is answered with the notes embedded so far, the
-# rest by their words.
-FILL_TURN = 16
-FILL_BREATH = 0.01
-# Every this many turns, and when the fill ends, the heap's free pages go back to the system:
-# glibc keeps what the model's batches of every size freed (a watcher that embedded a 10k vault
-# held ~460 MB afterwards, ~290 MB with this; no slower).
-TRIM_EVERY = 25
 
 
 class ChangeCollector:
@@ -139,13 +129,13 @@ def request_handler(engine):
 
 
 def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
-    """Keep `engine` in step with the vault until `stop_event` is set; between events, embed
-    (FILL_TURN texts at a time) the notes its bounded syncs left (`RecallEngine.embed_limit`);
-    and fill its cross-lingual vectors once a query was routed (service/backfill.py)."""
+    """Keep `engine` in step with the vault until `stop_event` is set, while a thread gives
+    notes the vectors they lack (service/backfill.py): those its bounded syncs left
+    (`RecallEngine.embed_limit`), and the cross-lingual ones once a query was routed."""
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
-    from vaultmem.service.backfill import start_background_fill
+    from vaultmem.service.backfill import give_back_memory, start_background_fill
 
     collector = ChangeCollector(str(engine.vault.root))
 
@@ -165,14 +155,8 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             on_update("scan", result)
         fill = start_background_fill(engine, log=lambda text: print(text, flush=True))
         last_scan = time.monotonic()
-        turns = 0
         while not stop_event.is_set():
             due = collector.due_in()
-            if due is None and engine.unembedded:
-                turns += 1
-                if not engine.fill(FILL_TURN) or turns % TRIM_EVERY == 0:
-                    give_back_memory()
-                due = FILL_BREATH  # the engine's lock is not fair: a request waiting for it gets it now
             collector.wake.wait(timeout=IDLE_POLL if due is None else due)
             collector.wake.clear()
             batch = collector.take_when_settled()
@@ -187,21 +171,13 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             elif now - last_scan > RESCAN_EVERY:
                 engine.sync(full=True)
                 last_scan = now
+            if engine.unembedded:  # a sync (here or a request's) left more than it embeds: a big pull
+                fill.request()
     finally:
         if fill is not None:
             fill.stop()
         observer.stop()
         observer.join(timeout=5)
-
-
-def give_back_memory() -> None:
-    """Return the heap's free pages to the system (glibc's malloc_trim); nothing elsewhere."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
