@@ -249,3 +249,19 @@ def test_a_fill_runs_the_model_without_the_engines_lock_and_keeps_an_edit_made_m
     rows = engine.vectors.rows_of_paths([str(edited.relative_to(unindexed.root))])
     current = Vault(unindexed.root).catalog().hashes_of([str(edited.relative_to(unindexed.root))])
     assert [digest for _row, digest in rows.values()] == list(current.values())
+
+
+def test_an_adds_check_during_a_fill_finds_a_duplicate_among_the_notes_still_waiting(unindexed):
+    """The watcher's `similar` (what an add through it asks) while most notes lack a vector:
+    a note still waiting is found by its words, embedded for the check, and given its cosine."""
+    engine = RecallEngine(unindexed, embed_limit=FILL_TURN)
+    engine.sync()
+    handle = request_handler(engine)
+    waiting = [unindexed.root / path for path in list(engine._unembedded)[-5:]]  # the last the fill would reach
+    for path in waiting:
+        note = Vault(unindexed.root).catalog().at([str(path.relative_to(unindexed.root))])
+        text = next(iter(note.values())).text
+        answer = handle({"op": "similar", "text": text, "namespace": "infra", "kind": "memory", "limit": 8})
+        found = dict(answer["similar"])
+        assert found.get(next(iter(note.values())).id, 0) > 0.99, (text, found)
+    assert engine.unembedded == NOTES - FILL_TURN  # the check embedded them for itself, not for the fill

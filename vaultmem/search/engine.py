@@ -619,6 +619,8 @@ class RecallEngine:
                 vector = self.embed_passage(text)
                 mask = self._view.mask(namespace, kind, False, exact=True)
                 cosines = self._cosines(vector, mask, limit, lexical)
+                if self._unembedded:
+                    cosines.update(self._cosines_of_unembedded(text, vector, namespace, kind, limit))
             floor = getattr(self.embedder, "min_similarity", 0.0) if self.embedder is not None else 0.0
             notes = self.vault.catalog().at(dict.fromkeys([*lexical, *cosines]))
             found = []
@@ -630,6 +632,21 @@ class RecallEngine:
                 found.append((note, None if cosine is None else max(0.0, (cosine - floor) / (1.0 - floor))))
             found.sort(key=lambda item: -(item[1] or 0.0))
             return found
+
+    def _cosines_of_unembedded(self, text: str, vector, namespace: str, kind: str | None,
+                               limit: int) -> dict[str, float]:
+        """An add's check while notes wait for their vector (a fill under way): those of them
+        sharing the text's words, at most `limit`, embedded now, so a duplicate or a
+        contradiction among them is not missed. Their cosine to `vector`, by path."""
+        waiting = [path for path, _s, _c in self.bm25.search(text, limit=4 * limit, namespace=namespace, kind=kind,
+                                                             statuses=VISIBLE_STATUSES) if path in self._unembedded]
+        pending = {path: note for path, note in self._unindexed.items() if path in self._unembedded}
+        waiting += _word_matches(text, pending, namespace, kind, limit, self._terms)
+        notes = self.vault.catalog(refresh=False).at(list(dict.fromkeys(waiting))[:limit])
+        if not notes:
+            return {}
+        vectors = self.embedder.embed([embed_text(note) for note in notes.values()], kind="passage")
+        return {path: float(row @ vector) for path, row in zip(notes, vectors)}
 
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
         if self.bm25.unusable():
