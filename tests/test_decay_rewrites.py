@@ -191,3 +191,20 @@ def test_a_program_opening_an_old_file_while_it_is_checked_does_not_kill_vaultme
     spares = files.SpareFiles()
     spares.keep(old, seen)
     assert openers and openers[0].communicate(timeout=30)[0] == "the old text\n\n"
+
+
+def test_decay_deletes_the_temp_files_a_crash_left_and_nothing_else(vault_dir, monkeypatch):
+    notes = _notes(vault_dir, 3)
+    folder = next(iter(notes.values())).parent
+    crashed = folder / f".{next(iter(notes.values())).name}.dead1234{files.TEMP_SUFFIX}"
+    crashed.write_text("a new text never put in place")
+    an_hour_ago = time.time() - 2 * files.LEFTOVER_AFTER
+    os.utime(crashed, (an_hour_ago, an_hour_ago))
+    being_written = folder / f".other.md.live5678{files.TEMP_SUFFIX}"  # another write's, under way
+    being_written.write_text("in the making")
+    persons = folder / ".my-private-draft.md"
+    persons.write_text("a person's hidden file")
+    os.utime(persons, (an_hour_ago, an_hour_ago))
+    _decay(vault_dir, monkeypatch, 20)
+    assert not crashed.exists()
+    assert being_written.exists() and persons.exists()

@@ -36,6 +36,7 @@ from vaultmem.store.files import (
     decode_note,
     move,
     read_text,
+    remove_leftover_temps,
     rewrite,
     rewrite_many,
 )
@@ -738,6 +739,7 @@ class Vault:
             steps = plan_decay(self.catalog(fresh=True).notes, now, self.config, stale_after_days)
             if dry_run:
                 return steps
+            remove_leftover_temps(self.root)  # the daily job tidies what a crash left
             done = []
             for step in (s for s in steps if s.archive):
                 try:

@@ -33,6 +33,7 @@ REWRITE_ATTEMPTS = 8
 # ... and how many more once it has swapped a save out: that save must get back into the note.
 DISPLACED_ATTEMPTS = 64
 TEMP_SUFFIX = ".vaultmem-tmp"  # a temp file's name: .NAME.md.RANDOM.vaultmem-tmp, hidden
+LEFTOVER_AFTER = 3600.0  # seconds: a temp file this old was left by a write that never finished
 _batch = threading.local()  # .folder: the batch's filesystem, while new files wait for one sync
 
 
@@ -198,13 +199,37 @@ def kept_aside(root: Path) -> list[tuple[str, str]]:
     """(note path, file name) of every save kept beside its note (see `rewrite`), for
     `health`: a person should merge each into its note by hand, then delete it."""
     found = []
+    for folder, name in _hidden_files(root, lambda name: KEPT_ASIDE in name):
+        note = Path(folder, name[1:name.index(KEPT_ASIDE)]).relative_to(root).as_posix()
+        found.append((note, name))
+    return sorted(found)
+
+
+def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int:
+    """Delete the temp files an interrupted write left beside notes (a crash between writing a
+    new text and putting it in place, or a decay's spare old files): hidden, named by
+    vaultmem, and older than any write takes. Their notes hold the old or the new text,
+    whole; nothing in them is needed. The caller holds the vault's write lock. Returns how many."""
+    removed = 0
+    cutoff = time.time() - older_than
+    for folder, name in _hidden_files(root, lambda name: name.endswith(TEMP_SUFFIX)):
+        path = Path(folder, name)
+        try:
+            if path.lstat().st_mtime < cutoff and stat.S_ISREG(path.lstat().st_mode):
+                path.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _hidden_files(root: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
+    """(folder, name) of the hidden files under `root` whose name is `wanted`, outside hidden folders."""
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
         for name in names:
-            if name.startswith(".") and KEPT_ASIDE in name:
-                note = Path(folder, name[1:name.index(KEPT_ASIDE)]).relative_to(root).as_posix()
-                found.append((note, name))
-    return sorted(found)
+            if name.startswith(".") and wanted(name):
+                yield folder, name
 
 
 def _keep_displaced(path: Path, displaced: list[Displaced]) -> Path | None:
