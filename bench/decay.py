@@ -35,6 +35,7 @@ LATER = "2027-02-15T00:00:00"  # the synthetic notes are written in 2025 and 202
 
 CHILD = """
 import json, os, resource, sys, time
+import vaultmem
 from vaultmem import Vault
 vault = Vault.open(sys.argv[1])
 vault.catalog(full=True)  # the catalog built before the clock starts
@@ -44,7 +45,8 @@ steps = vault.decay()
 wall = time.perf_counter() - started
 after = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"changed": len(steps), "wall_s": wall, "user_s": after.ru_utime - before.ru_utime,
-                  "sys_s": after.ru_stime - before.ru_stime, "load": os.getloadavg()[0]}))
+                  "sys_s": after.ru_stime - before.ru_stime, "load": os.getloadavg()[0],
+                  "imported_from": os.path.dirname(vaultmem.__file__)}))
 """
 
 
