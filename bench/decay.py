@@ -114,12 +114,7 @@ def main(argv=None) -> int:
                         rows.append(row)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
-    print("## vaultmem: decay of a whole vault\n")
-    print("\n".join(rp.machine_facts()))
-    print()
-    print(table(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+    rp.print_report("vaultmem: decay of a whole vault", table(rows), rows, args.json)
     return 0
 
 

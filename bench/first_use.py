@@ -158,12 +158,7 @@ def main(argv=None) -> int:
             row = {"size": size, "timeout": args.timeout, **run_arm(arm, source, prompts, args)}
             print(f"[{size}] {arm}: {row}", file=sys.stderr, flush=True)
             rows.append(row)
-    print("## vaultmem: first use of a vault without indexes\n")
-    print("\n".join(rp.machine_facts()))
-    print()
-    print(table(rows))
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+    rp.print_report("vaultmem: first use of a vault without indexes", table(rows), rows, args.json)
     return 0
 
 

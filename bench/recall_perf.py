@@ -863,6 +863,16 @@ def machine_facts() -> list[str]:
     ]
 
 
+def print_report(title: str, table: str, rows: list, json_path: str | None = None) -> None:
+    """A bench's result: its title, this machine's facts, its table (and its rows as JSON)."""
+    print(f"## {title}\n")
+    print("\n".join(machine_facts()))
+    print()
+    print(table)
+    if json_path:
+        Path(json_path).write_text(json.dumps(rows, indent=1))
+
+
 def _ms(values) -> str:
     vals = [v for v in values if v == v]
     if not vals:
