@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 
 IDLE_WAIT = 1.0  # how often an idle thread looks at the stop flag
+RETRY_AFTER = 10.0  # seconds before a fill that failed (its model, its disk) is tried again
 # Texts per turn of the vault's model: a fraction of a second even for long notes on a busy
 # machine, so stopping (the watcher's exit) waits at most that long.
 FILL_TURN = 16
@@ -71,6 +72,7 @@ class BackgroundFill:
                     self.engine.fill_crosslingual(stop=self._stop)
             except Exception as exc:  # noqa: BLE001 - the watcher keeps serving; the next request retries
                 self.log(f"vaultmem watch: could not fill the notes' vectors: {exc}")
+                self._stop.wait(RETRY_AFTER)  # the watcher asks again every IDLE_POLL: not that often
 
     def _fill_vault_model(self) -> None:
         turns = 0
