@@ -265,3 +265,23 @@ def test_an_adds_check_during_a_fill_finds_a_duplicate_among_the_notes_still_wai
         found = dict(answer["similar"])
         assert found.get(next(iter(note.values())).id, 0) > 0.99, (text, found)
     assert engine.unembedded == NOTES - FILL_TURN  # the check embedded them for itself, not for the fill
+
+
+def test_a_fill_that_fails_is_logged_once_and_retried_later_not_in_a_loop():
+    from vaultmem.service.backfill import BackgroundFill
+
+    class FailingModel:
+        unembedded = 5
+
+        def fill(self, limit):
+            raise RuntimeError("the model file is damaged")
+
+    logged = []
+    fill = BackgroundFill(FailingModel(), log=logged.append)
+    try:
+        for _ in range(20):  # the watcher asks every IDLE_POLL while notes wait
+            fill.request()
+            time.sleep(0.025)
+    finally:
+        fill.stop(timeout=0.1)
+    assert logged == ["vaultmem watch: could not fill the notes' vectors: the model file is damaged"]
