@@ -4,15 +4,16 @@
     python bench/decay.py --sizes 2000,10000 --runs 5
     python bench/decay.py --before 425d9d5         # and a checkout of that commit, alternating
 
-The vault is recall_perf.py's synthetic one (cached under /tmp/vaultmem-bench/), copied
-afresh for each run into a folder on the same filesystem (`--work-dir`, default beside
-the cached vault: a decay's cost is mostly the filesystem's), with its catalog built
-before the clock starts. Each run is `Vault.decay()` in a new process, with the clock
-60 days after the notes were written, so every note's strength moves and none is archived.
-Per run: notes rewritten, wall time, and the process's user and system CPU time (the
-system time is the files: temp files made, exchanged, deleted). With `--before REV` the
-runs alternate between that commit (`git archive` into a temp folder, imported first
-through PYTHONPATH) and this checkout, so a busy machine skews both alike.
+The vault is peers.py's: N generated memories written by `Vault.add_many` (checks off) with
+the clock pinned, built once per size by this checkout. Each run copies it afresh into a
+folder on the same filesystem (`--work-dir`, default: a temp folder under /tmp; a decay's
+cost is mostly the filesystem's), then runs `Vault.decay()` in a new process with the clock
+60 days later: every note's strength moves, none is archived (as peers.py's row 8). Per run:
+notes rewritten, wall time, and the process's user and system CPU time (the system time is
+the files: temp files made, exchanged, deleted). With `--before REV` the runs alternate
+between that commit (`git archive` into a temp folder, imported first through PYTHONPATH)
+and this checkout, so a busy machine skews both alike; each run says where it imported
+vaultmem from.
 """
 
 from __future__ import annotations
@@ -31,7 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import recall_perf as rp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-LATER = "2027-02-15T00:00:00"  # the synthetic notes are written in 2025 and 2026: 60+ days on
+WRITTEN = "2026-06-01T09:00:00"  # the clock while the memories are written
+LATER = "2026-07-31T09:00:00"  # and 60 days later, when they decay
+
+BUILD = """
+import json, sys
+from vaultmem import Vault
+items = [{"text": text, "namespace": namespace, "merge": False, "supersede": False}
+         for text, namespace in json.load(open(sys.argv[2]))]
+Vault.open(sys.argv[1], create=True).add_many(items)
+"""
 
 CHILD = """
 import json, os, resource, sys, time
@@ -57,22 +67,40 @@ def checkout(rev: str, into: Path) -> Path:
     return into
 
 
+def child(script: str, args: list[str], now: str, work: Path, pythonpath: str | None = None) -> str:
+    """Run `script` in a new interpreter, in `work` (not the repository: `-c` puts the working
+    folder first on the path), with the clock at `now`; its stdout."""
+    env = dict(os.environ, VAULTMEM_NOW=now, VAULTMEM_NO_SERVER="1", VAULTMEM_AUTOWATCH="off",
+               VAULTMEM_AUTODECAY="off")
+    env.pop("PYTHONPATH", None)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    done = subprocess.run([sys.executable, "-c", script, *args], env=env, cwd=work, capture_output=True,
+                          text=True, timeout=1800)
+    if done.returncode != 0:
+        raise SystemExit(f"bench/decay.py: a child failed: {done.stderr.strip()[-2000:]}")
+    return done.stdout
+
+
+def build_vault(size: int, seed: int, work: Path) -> Path:
+    """peers.py's `size` memories, written by this checkout at WRITTEN."""
+    import peers
+
+    memories = work / f"memories-{size}.json"
+    memories.write_text(json.dumps(peers.make_data(size, seed, peers.Reps(True))["memories"]))
+    vault = work / f"source-{size}"
+    child(BUILD, [str(vault), str(memories)], WRITTEN, work)
+    return vault
+
+
 def one_run(source: Path, work: Path, pythonpath: str | None) -> dict:
     copy = work / "vault"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("*.lock", "hooks", "*.log"))
     os.sync()  # the copy's pages on disk first: else the decay's filesystem syncs flush them too
-    env = dict(os.environ, VAULTMEM_NOW=LATER, VAULTMEM_NO_SERVER="1", VAULTMEM_AUTOWATCH="off",
-               VAULTMEM_AUTODECAY="off")
-    env.pop("PYTHONPATH", None)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    done = subprocess.run([sys.executable, "-c", CHILD, str(copy)], env=env, capture_output=True, text=True,
-                          timeout=1800)
+    out = child(CHILD, [str(copy)], LATER, work, pythonpath)
     shutil.rmtree(copy, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"decay failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def table(rows: list[dict]) -> str:
@@ -91,9 +119,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="10000")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=int, default=20260105)
     p.add_argument("--before", help="also measure this commit, alternating with this checkout")
-    p.add_argument("--work-dir", help="where each run's copy goes (default: beside the cached vault)")
+    p.add_argument("--work-dir", default="/tmp", help="where the vaults go (a temp folder in it; default /tmp)")
     p.add_argument("--json", help="write the rows here too")
     args = p.parse_args(argv)
     rows = []
@@ -102,18 +130,16 @@ def main(argv=None) -> int:
         codes = [("this checkout", None)]
         if args.before:
             codes.insert(0, (f"before ({args.before})", str(checkout(args.before, Path(code_dir)))))
-        for size in (int(s) for s in args.sizes.split(",")):
-            source, _made = rp.ensure_vault(size, args.seed, fresh=False)
-            work = Path(args.work_dir or source.parent) / f"decay-{size}-{os.getpid()}"
-            work.mkdir(parents=True, exist_ok=True)
-            try:
+        with tempfile.TemporaryDirectory(prefix="vaultmem-decay-", dir=args.work_dir) as work_dir:
+            work = Path(work_dir)
+            for size in (int(s) for s in args.sizes.split(",")):
+                source = build_vault(size, args.seed, work)
                 for run in range(args.runs):
                     for code, pythonpath in codes:
                         row = {"size": size, "code": code, "run": run + 1, **one_run(source, work, pythonpath)}
                         print(f"[{size}] {code} run {run + 1}: {row}", file=sys.stderr, flush=True)
                         rows.append(row)
-            finally:
-                shutil.rmtree(work, ignore_errors=True)
+                shutil.rmtree(source, ignore_errors=True)
     rp.print_report("vaultmem: decay of a whole vault", table(rows), rows, args.json)
     return 0
 
