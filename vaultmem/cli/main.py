@@ -232,12 +232,12 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         from vaultmem.search.engine import recall as run_recall
 
         vault = _vault(vault_path)
-        engine_for(vault).progress = None if out.quiet else embedding_progress()
+        engine = engine_for(vault)
+        engine.progress = None if out.quiet else embedding_progress()
         found = run_recall(vault, query, top_k=top_k, namespace=namespace, kind=kind, include_hidden=scope,
                            min_score=min_score)
         hits = hit_dicts(found, clock_now(), vault.config)
         problems = vault.catalog().problems
-        engine = engine_for(vault)
         model_problem = engine.model_problem
         crosslingual_problem, unembedded = engine.crosslingual_problem_for(query), engine.unembedded
         coverage = engine.crosslingual_coverage_for(query)

@@ -150,7 +150,7 @@ class CrossLingualRows:
     def _batch(self) -> int | None:
         """Give the next FILL_BATCH notes lacking a row theirs; None when none lacks one."""
         from vaultmem.search.passages import embed_text
-        from vaultmem.search.vectors import embed_texts, text_hash
+        from vaultmem.search.vectors import embed_texts
 
         engine = self.engine
         with engine._lock:
@@ -165,8 +165,7 @@ class CrossLingualRows:
                 if path not in work:  # unreadable or gone since the match: the next one sees it
                     self.missing.pop(path, None)
             store, model = engine.crosslingual_vectors, engine.crosslingual
-            texts = {text_hash(model.name, text): text for _digest, text in work.values()}
-            wanted = {digest: text for digest, text in texts.items() if digest not in store.stored(texts)}
+            wanted = store.unstored(text for _digest, text in work.values())
         vectors = embed_texts(model, wanted)  # the slow part, without the engine's lock
         with engine._lock:
             with engine._index_lock():

@@ -410,16 +410,13 @@ class RecallEngine:
         are read under the engine's lock, run through the model without it (a recall or an
         edit meanwhile waits for no model run but its own) and stored under it: a note
         changed meanwhile keeps waiting, for its new text."""
-        from vaultmem.search.vectors import embed_texts, text_hash
+        from vaultmem.search.vectors import embed_texts
 
         with self._lock:
             if not (self._unembedded and self.vectors is not None):
                 return len(self._unembedded)
             paths = list(itertools.islice(self._unembedded, limit))
-            notes = self.vault.catalog(refresh=False).at(paths)
-            texts = {text_hash(self.embedder.name, text): text for text in map(embed_text, notes.values())}
-            stored = self.vectors.stored(texts)
-            wanted = {digest: text for digest, text in texts.items() if digest not in stored}
+            wanted = self.vectors.unstored(map(embed_text, self.vault.catalog(refresh=False).at(paths).values()))
         vectors = embed_texts(self.embedder, wanted)
         with self._lock, self._index_lock():
             # What the model made is all these texts need (limit 0: it runs for none of them here).

@@ -185,6 +185,12 @@ class VectorStore:
             self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
             set(digests), self.model) if row < rows_now}
 
+    def unstored(self, texts) -> dict[str, str]:
+        """text hash -> text, for those of `texts` the file holds no vector of: what the model must run on."""
+        by_hash = {text_hash(self.model_name, text): text for text in texts}
+        stored = self.stored(by_hash)
+        return {digest: text for digest, text in by_hash.items() if digest not in stored}
+
     def stale(self, hashes: dict[str, str], have: dict[str, tuple[int, str]] | None = None) -> list[str]:
         """The paths of `hashes` (path -> file hash) whose note has no row computed for that hash
         (`have`: rows_of_paths' answer when the caller holds it already)."""

@@ -215,7 +215,8 @@ def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int
     for folder, name in _hidden_files(root, lambda name: name.endswith(TEMP_SUFFIX)):
         path = Path(folder, name)
         try:
-            if path.lstat().st_mtime < cutoff and stat.S_ISREG(path.lstat().st_mode):
+            info = path.lstat()
+            if info.st_mtime < cutoff and stat.S_ISREG(info.st_mode):
                 path.unlink()
                 removed += 1
         except OSError:
