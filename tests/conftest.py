@@ -107,6 +107,22 @@ def _share_the_default_model(monkeypatch) -> None:
 
     monkeypatch.setattr(embed, "load_embedder", shared)
 
+    # The same for the cross-lingual model (USE, ~1.2 s of CPU a load): one per test process, for
+    # the engines of `real_model` tests. Loading it for real is still done by the first test of
+    # each process and by every `vaultmem` or `python -c` process a test starts
+    # (test_crosslingual.py, test_crosslingual_fill.py); a test that makes it unavailable
+    # monkeypatches load_crosslingual after this.
+    from vaultmem.search import crosslingual
+
+    load_crosslingual = crosslingual.load_crosslingual
+
+    def shared_crosslingual():
+        if "crosslingual" not in _DEFAULT_MODELS:
+            _DEFAULT_MODELS["crosslingual"] = load_crosslingual()
+        return _DEFAULT_MODELS["crosslingual"]
+
+    monkeypatch.setattr(crosslingual, "load_crosslingual", shared_crosslingual)
+
 
 def _forget_engines() -> None:
     """Close the recall engines this test's vaults left in the process-wide cache (each holds a
