@@ -57,18 +57,29 @@ def texts(n: int) -> list[str]:
     return fixed + more
 
 
-@pytest.fixture
-def filled_later(vault_dir):
-    """A vault of NOTES memories, none of them with a cross-lingual vector yet."""
-    from vaultmem.clock import parse_datetime
+_FILLED: dict = {}
 
-    vault = Vault(vault_dir)
-    results = vault.add_many([{"text": text, "namespace": "work", "supersede": False, "merge": False,
-                               "created": parse_datetime(f"2026-01-0{1 + i % 4}T{10 + i % 12:02d}:{i:02d}:00")}
-                              for i, text in enumerate(texts(NOTES))])
-    assert all(not isinstance(r, Exception) for r in results)
-    vault.recall("where does my sister live")  # MiniLM's vectors, which every copy then shares
-    engine_module.forget_engines(vault)
+
+@pytest.fixture
+def filled_later(vault_dir, tmp_path_factory):
+    """A vault of NOTES memories, none of them with a cross-lingual vector yet: a copy of one built
+    once per test process (as the tests' own copy_vault copies: every test gets the same files)."""
+    from vaultmem.clock import parse_datetime
+    from vaultmem.vault import init_vault
+
+    if "template" not in _FILLED:
+        template = tmp_path_factory.mktemp("filled-later") / "vault"
+        init_vault(template)
+        vault = Vault(template)
+        results = vault.add_many([{"text": text, "namespace": "work", "supersede": False, "merge": False,
+                                   "created": parse_datetime(f"2026-01-0{1 + i % 4}T{10 + i % 12:02d}:{i:02d}:00")}
+                                  for i, text in enumerate(texts(NOTES))])
+        assert all(not isinstance(r, Exception) for r in results)
+        vault.recall("where does my sister live")  # MiniLM's vectors, which every copy then shares
+        engine_module.forget_engines(vault)
+        _FILLED["template"] = template
+    shutil.rmtree(vault_dir)
+    shutil.copytree(_FILLED["template"], vault_dir)
     return vault_dir
 
 
