@@ -51,10 +51,15 @@ def assert_lock_message(stderr: str, vault_dir, holder, waited: str) -> None:
         assert f"held by pid {holder.pid} (" in line and "filelock" in line  # the process and its command line
 
 
+# The waits below are 0.6 s, not the default 60: long enough to give up after "1 s" (the message
+# rounds to whole seconds), short enough that a test spends little of its time asleep.
+SHORT_WAIT = {"VAULTMEM_LOCK_WAIT": "0.6"}
+
+
 @pytest.mark.slow
 def test_add_and_grade_give_up_with_exit_75_and_say_who_holds_the_lock(run, vault_dir):
     note = run.json("add", "Backups run at 02:00 UTC", "-n", "ops")
-    wait = {"VAULTMEM_LOCK_WAIT": "1"}
+    wait = SHORT_WAIT
     with lock_held(vault_dir) as holder:
         for args in (["add", "Restores are tested monthly", "-n", "ops"], ["grade", note["id"], "good"]):
             started = time.monotonic()
@@ -86,7 +91,8 @@ def test_health_answers_while_the_lock_is_held_and_names_the_holder(run, vault_d
         if HAS_PROC_LOCKS:
             assert f"held by pid {holder.pid} (" in line
         assert "notes: 1" in result.stdout and "ledger: 0 breaks" in result.stdout
-        data = json.loads(run_process("--vault", str(vault_dir), "health", "--json").stdout)
+        # The same report as JSON (the bound on the default wait is checked above: this one may wait less).
+        data = json.loads(run_process("--vault", str(vault_dir), "health", "--json", env=SHORT_WAIT).stdout)
         assert data["write_lock"]["lock"] == str(vault_dir / ".vaultmem" / "write.lock")
         assert data["notes"] == 1 and data["ledger"]["breaks"] == []
 
@@ -112,7 +118,7 @@ def test_a_lock_freed_within_the_wait_lets_the_write_through(vault_dir, monkeypa
     facts = ["The VPN needs a hardware token", "Invoices are due on the 5th", "The cat is called Miso",
              "Staging runs Postgres 16", "Lunch is at noon on Fridays", "The wiki moved to Notion"]
     for fact in facts:
-        hold = random.uniform(0.0, 1.5)
+        hold = random.uniform(0.2, 0.8)  # at least 0.2 s: each add's wait is checked against its hold
         with lock_held(vault_dir, hold) as holder:
             started = time.monotonic()
             added = vault.add(fact, f"ops/{len(fact)}")
@@ -135,13 +141,13 @@ def test_writes_through_the_watcher_give_up_the_same_way(run, vault_dir):
     note = run.json("add", "Backups run at 02:00 UTC", "-n", "ops")
     process = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), "watch"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, VAULTMEM_LOCK_WAIT="1"))
+                               env=dict(os.environ, **SHORT_WAIT))
     try:
         ready, _, _ = select.select([process.stdout], [], [], 120)
         assert ready and "serving recall" in process.stdout.readline()
         with lock_held(vault_dir) as holder:
             for args in (["add", "Restores are tested monthly", "-n", "ops"], ["grade", note["id"], "good"]):
-                result = run_process("--vault", str(vault_dir), *args, env={"VAULTMEM_LOCK_WAIT": "1"}, check=False)
+                result = run_process("--vault", str(vault_dir), *args, env=SHORT_WAIT, check=False)
                 assert result.returncode == 75, result.stderr
                 assert_lock_message(result.stderr, vault_dir, holder, "1")
     finally:
