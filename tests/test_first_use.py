@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import threading
 import time
 
@@ -25,12 +26,28 @@ NOTES = 300
 QUERIES = ["service node-17 port", "node-250 listens", "which port does node-3 use", "staging ports"]
 
 
+_UNINDEXED: dict = {}
+
+
 @pytest.fixture
-def unindexed(vault):
-    """A vault of NOTES memories written with the checks off: nothing is embedded or indexed yet."""
-    vault.add_many([{"text": f"Service node-{i} listens on port {8000 + i} in staging", "namespace": "infra",
-                     "merge": False, "supersede": False} for i in range(NOTES)])
-    return vault
+def unindexed(vault_dir, tmp_path_factory):
+    """A vault of NOTES memories written with the checks off: nothing is embedded or indexed yet.
+    A copy of one written once per test process (its files as they were, opened afresh: as a
+    clone or a copied folder is)."""
+    from vaultmem.search.engine import forget_engines
+    from vaultmem.vault import init_vault
+
+    if "template" not in _UNINDEXED:
+        template = tmp_path_factory.mktemp("unindexed") / "vault"
+        init_vault(template)
+        vault = Vault(template)
+        vault.add_many([{"text": f"Service node-{i} listens on port {8000 + i} in staging", "namespace": "infra",
+                         "merge": False, "supersede": False} for i in range(NOTES)])
+        forget_engines(vault)
+        _UNINDEXED["template"] = template
+    shutil.rmtree(vault_dir)
+    shutil.copytree(_UNINDEXED["template"], vault_dir)
+    return Vault(vault_dir)
 
 
 def embedded_paths(vault) -> int:
