@@ -116,8 +116,8 @@ class Reps:
 
     def __init__(self, quick: bool):
         self.inproc_queries = 12 if quick else 50
-        self.cli_queries = 5 if quick else 15
-        self.cli_calls = 3 if quick else 10
+        self.cli_queries = 3 if quick else 15  # quick: two questions and the off-topic one
+        self.cli_calls = 2 if quick else 10  # quick: a p50 of two processes per mode
         self.edits = 1 if quick else 3
         self.grade_ids = 2 * self.cli_calls  # distinct notes: without, then with the watcher
 
