@@ -2,7 +2,7 @@
 
     python bench/agent_perf.py                          # 1,000 notes, 20 repetitions
     python bench/agent_perf.py --sizes 1000,10000       # chosen sizes
-    python bench/agent_perf.py --quick                  # 200 notes, 5 repetitions
+    python bench/agent_perf.py --quick                  # 200 notes, 5 repetitions, no CLI warm-ups
     python bench/agent_perf.py --json agent_perf.json   # also the raw timings
 
 Every figure is the wall clock of a real process, as the agent feels it: from
@@ -12,10 +12,11 @@ included. Two rows are in-process (`Vault.add` in a long-lived process, the
 model already loaded) for comparison. p50 / p95 are over N repetitions
 (`--reps`, default 20; a quarter of that, at least 2, for the slow rows: stop,
 verify, health), each with its own input (new texts, other ids, other prompts),
-after one warm-up run per row that is not counted. Child processes compile
-bytecode into a cache in the temp dir (PYTHONPYCACHEPREFIX; a
-PYTHONDONTWRITEBYTECODE in the environment is dropped for them), as an
-installed package has it, without writing into the checkout.
+after one warm-up run per row that is not counted (--quick, a smoke run: for
+the hook rows only). Child processes compile bytecode into a cache in the
+temp dir (PYTHONPYCACHEPREFIX; a PYTHONDONTWRITEBYTECODE in the environment
+is dropped for them), as an installed package has it, without writing into
+the checkout.
 
 For each size a synthetic vault is generated in a temp dir with
 bench/recall_perf.py's generator (same seed: the same notes), its indexes are
@@ -203,8 +204,9 @@ def payload(event: str, work: Path, session: str, **fields) -> bytes:
 class Bench:
     """One size: the vault, its work folder, and the measured runs."""
 
-    def __init__(self, size: int, reps: int, seed: int, work: Path, pycache: Path):
+    def __init__(self, size: int, reps: int, seed: int, work: Path, pycache: Path, cli_warmup: int = 1):
         self.size, self.reps, self.seed, self.work, self.pycache = size, reps, seed, work, pycache
+        self.cli_warmup = cli_warmup  # 1, or 0 (--quick): the CLI rows' uncounted first run; hooks keep theirs
         self.root = work / "vault"
         self.row: dict = {"size": size, "rows": {}, "notes": []}
         (work / PROJECT / ".git").mkdir(parents=True)  # the project the agent works in
@@ -235,14 +237,13 @@ class Bench:
                                self.env(no_server, VAULTMEM_VAULT=str(self.root), **env), stdin=data,
                                cwd=self.work / PROJECT)
 
-    @staticmethod
-    def series(run, inputs: list, settle: float = 0.0) -> list[dict]:
-        """run(x) for each input; the first is a warm-up (bytecode, page cache), not returned."""
+    def series(self, run, inputs: list, settle: float = 0.0) -> list[dict]:
+        """run(x) for each input; the first cli_warmup runs are a warm-up (bytecode, page cache), not returned."""
         runs = []
         for x in inputs:
             runs.append(run(x))
             time.sleep(settle)
-        return runs[1:]
+        return runs[self.cli_warmup:]
 
     def hook_log(self) -> list[str]:
         path = self.root / ".vaultmem" / "hooks" / "hooks.log"
@@ -326,11 +327,11 @@ class Bench:
 
     def without_watcher(self) -> None:
         seed = self.seed
-        texts = add_texts(seed + 100, self.n("add_cli") + 1)
+        texts = add_texts(seed + 100, self.n("add_cli") + self.cli_warmup)
         runs = self.series(lambda t: self.cli(["add", t[0], "-n", t[1], "--json"], True), texts)
         self.record("add_cli", runs, actions=_actions(runs))
 
-        ids = note_ids(self.root, self.n("grade_cli") + 1, seed)
+        ids = note_ids(self.root, self.n("grade_cli") + self.cli_warmup, seed)
         self.cli_row("grade_cli", [["grade", i, "good", "--json"] for i in ids], True)
 
         prompts = prompt_texts(seed + 200, self.n("hook_ups") + 1)
@@ -375,8 +376,9 @@ class Bench:
         count()
         res["captured"] = counts[2] - counts[1]
 
-        self.cli_row("verify_strict", [["verify", "--strict", "--json"]] * (self.n("verify_strict") + 1), True)
-        self.cli_row("health", [["health", "--json"]] * (self.n("health") + 1), True)
+        self.cli_row("verify_strict", [["verify", "--strict", "--json"]] * (self.n("verify_strict") + self.cli_warmup),
+                     True)
+        self.cli_row("health", [["health", "--json"]] * (self.n("health") + self.cli_warmup), True)
 
     def with_watcher(self) -> None:
         seed = self.seed
@@ -387,11 +389,11 @@ class Bench:
         w = rp.Watcher(self.root, ready_timeout=max(120.0, self.size * 0.05), env=self.env(False))
         self.row["watcher_ready_s"] = w.ready_after
         try:
-            k = self.n("recall_cli_watch") + 1
+            k = self.n("recall_cli_watch") + self.cli_warmup
             self.cli_row("recall_cli_watch", [["recall", q, "--json"] for q in rp.queries(seed + 500, k)[:k]],
                          False, settle=SETTLE_S)
 
-            texts = add_texts(seed + 600, self.n("add_cli_watch") + 1)
+            texts = add_texts(seed + 600, self.n("add_cli_watch") + self.cli_warmup)
             runs = self.series(lambda t: self.cli(["add", t[0], "-n", t[1], "--json"], False), texts, SETTLE_S)
             self.record("add_cli_watch", runs, actions=_actions(runs))
 
@@ -650,7 +652,8 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             work = work_root / str(size)
             work.mkdir()
-            results.append(Bench(size, reps, args.seed, work, work_root / "pycache").run_all())
+            results.append(Bench(size, reps, args.seed, work, work_root / "pycache",
+                                 cli_warmup=0 if args.quick else 1).run_all())
             results[-1]["total_s"] = time.perf_counter() - t0
             if not args.keep:
                 shutil.rmtree(work, ignore_errors=True)  # the bytecode cache stays for the next size
@@ -663,8 +666,9 @@ def main(argv=None) -> int:
     print("## vaultmem: what an agent waits for\n")
     print("\n".join(rp.machine_facts()))
     print(f"- vaultmem imported from {_vaultmem_dir()}")
-    print(f"- wall clock of real processes (spawn to exit), bytecode cached; {reps} repetitions after one "
-          f"warm-up, a quarter (at least 2) for stop, verify and health; seed {args.seed}; {SETTLE_S:g} s between "
+    warmup = "one warm-up for the hook rows, none for the CLI rows (--quick)" if args.quick else "one warm-up"
+    print(f"- wall clock of real processes (spawn to exit), bytecode cached; {reps} repetitions after "
+          f"{warmup}, a quarter (at least 2) for stop, verify and health; seed {args.seed}; {SETTLE_S:g} s between "
           f"repetitions while the watcher runs; run took {time.perf_counter() - t_start:.0f} s\n")
     print(table(results))
     print()
