@@ -232,15 +232,21 @@ def test_reindex_fills_the_cross_lingual_vectors_when_they_existed(filled_later,
 # ---------------------------------------------------------------- the watcher fills in the background
 
 def slowed(monkeypatch, model, seconds: float) -> None:
-    """Each batch of passages takes `seconds` longer: a fill long enough to ask during it."""
+    """Each batch of passages takes `seconds` longer: a fill long enough to ask during it. A batch
+    the model embedded before (in an earlier attempt: the same notes) gets a copy of the vectors it
+    gave then, so each attempt is the sleeps, not the model's work over again."""
     import time
 
     real_embed = model.embed
+    given: dict = {}
 
     def slow(texts, kind="passage"):
         if kind == "passage":
             time.sleep(seconds)
-        return real_embed(texts, kind)
+        key = (kind, tuple(texts))
+        if key not in given:
+            given[key] = real_embed(texts, kind)
+        return given[key].copy()
 
     monkeypatch.setattr(model, "embed", slow)
 
