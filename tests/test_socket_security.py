@@ -161,10 +161,10 @@ def test_watch_refuses_an_unsafe_socket_folder_in_one_line_and_health_says_why(r
         folder = os.path.dirname(socket_path(str(vault_dir)))
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
         assert result.stderr.startswith(f"vaultmem: will not serve from {folder}: ")
-        health = run_process("--vault", str(vault_dir), "health").stdout
+        health = run("health").stdout  # the report, through click's runner
         [line] = [line for line in health.splitlines() if line.startswith("watcher:")]
         assert line.startswith("watcher: ignored, recall runs in-process: ") and folder in line
-        data = json.loads(run_process("--vault", str(vault_dir), "health", "--json").stdout)
+        data = run.json("health")
         assert data["watcher"]["running"] is False and folder in data["watcher"]["problem"]
         assert fake.connections == 0
     finally:
