@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from vaultmem.errors import BadInput, NoteError
+from vaultmem.vault import Vault
 
 BOM = b"\xef\xbb\xbf"
 MEMORY_CAP = 2 * 1024 ** 3  # far above what any command needs, far below what a bomb takes
@@ -96,8 +97,7 @@ def test_a_utf16_note_is_one_problem_naming_the_fix(run, vault_dir):
 
 @pytest.mark.parametrize("key", ["tags", "projects", "mood"])
 def test_an_alias_bomb_is_one_unreadable_note_and_the_rest_of_the_vault_works(vault_dir, key):
-    good = json.loads(vaultmem(vault_dir, "add", "Staging runs Postgres 16 on port 5433", "-n", "x",
-                               "--json").stdout)["id"]
+    good = Vault(vault_dir).add("Staging runs Postgres 16 on port 5433", "x").note.id  # before the bomb: in-process
     bomb = vault_dir / "memories" / "x" / "bomb.md"
     bomb.write_text(alias_bomb(key))
     assert bomb.stat().st_size < 1024
