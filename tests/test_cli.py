@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from vaultmem.cli.main import cli
 
@@ -142,16 +143,29 @@ def test_init_on_existing_obsidian_vault_adds_only_what_is_missing(tmp_path):
     assert json.loads(second.stdout)["added"] == []
 
 
-def test_discovery_order(tmp_path):
+def in_folder(monkeypatch, folder, *args, env=None):
+    """`vaultmem ARGS` run from `folder` through click's runner (discovery reads the working
+    folder and VAULTMEM_VAULT when the command runs, in any process)."""
+    monkeypatch.chdir(folder)
+    result = CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_discovery_order(tmp_path, monkeypatch):
     a, b = tmp_path / "a", tmp_path / "b"
     run_process("init", str(a))
-    run_process("init", str(b))
+    in_folder(monkeypatch, tmp_path, "init", str(b))
     (a / "deep" / "er").mkdir(parents=True)
-    run_process("add", "In A", "-n", "x", cwd=a / "deep" / "er")
-    assert len(json.loads(run_process("list", "--json", cwd=a).stdout)) == 1
-    assert len(json.loads(run_process("list", "--json", cwd=a, env={"VAULTMEM_VAULT": str(b)}).stdout)) == 0
-    assert len(json.loads(run_process("--vault", str(a), "list", "--json", env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
-    assert len(json.loads(run_process("list", "--vault", str(a), "--json", env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
+    in_folder(monkeypatch, a / "deep" / "er", "add", "In A", "-n", "x")
+    assert len(json.loads(in_folder(monkeypatch, a, "list", "--json").stdout)) == 1
+    assert len(json.loads(in_folder(monkeypatch, a, "list", "--json", env={"VAULTMEM_VAULT": str(b)}).stdout)) == 0
+    assert len(json.loads(in_folder(monkeypatch, a, "--vault", str(a), "list", "--json",
+                                    env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
+    assert len(json.loads(in_folder(monkeypatch, a, "list", "--vault", str(a), "--json",
+                                    env={"VAULTMEM_VAULT": str(b)}).stdout)) == 1
+    # The same discovery in a `vaultmem` process of its own: found from a folder inside the vault.
+    assert len(json.loads(run_process("list", "--json", cwd=a / "deep").stdout)) == 1
 
 
 def test_default_vault_is_created_on_first_use(tmp_path):
@@ -231,5 +245,5 @@ def test_reading_commands_never_write_notes(run, vault_dir):
 
 @pytest.mark.parametrize("command", ["add", "recall", "grade", "review", "decay", "health", "list"])
 def test_help_works_for_commands(command):
-    result = run_process(command, "--help")
-    assert "Example:" in result.stdout
+    result = CliRunner().invoke(cli, [command, "--help"], catch_exceptions=False)
+    assert result.exit_code == 0 and "Example:" in result.stdout
