@@ -126,9 +126,10 @@ def test_a_squatted_socket_is_ignored_by_recall_and_the_prompt_hook(run, vault_d
     note = run.json("add", "Staging runs Postgres 16 on port 5433", "-n", "work/infra")
     fake = squat(vault_dir, how)
     try:
-        # The CLI's recall through click's runner (its client is the same code in any process; the
-        # control below shows this path believes a socket that passes the checks), the hook in a process.
-        recalled = run("recall", "staging postgres port", "--json")
+        # `vaultmem recall` as agents run it (the console script's fast path to a watcher), then the
+        # full CLI's recall through click's runner (the control below shows both believe a socket that
+        # passes the checks), then the prompt hook in a process.
+        recalled = run_process("--vault", str(vault_dir), "recall", "staging postgres port", "--json")
         hits = json.loads(recalled.stdout)
         assert FORGED not in recalled.stdout and hits[0]["id"] == note["id"]  # answered in-process
         assert "forged01" not in run("recall", "staging postgres port").stdout
@@ -144,9 +145,10 @@ def test_the_same_fake_server_in_a_safe_folder_is_believed(run, vault_dir, tmp_p
     run.json("add", "Staging runs Postgres 16 on port 5433", "-n", "work/infra")
     fake = squat(vault_dir, "safe")
     try:
+        assert FORGED in run_process("--vault", str(vault_dir), "recall", "staging postgres port", "--json").stdout
         assert FORGED in run("recall", "staging postgres port", "--json").stdout
         assert FORGED in prompt_hook(vault_dir, tmp_path, "which port is staging postgres on?")
-        assert fake.connections == 2
+        assert fake.connections == 3
     finally:
         fake.close()
 
