@@ -103,7 +103,10 @@ def stored_rows(vault_dir) -> int:
 
 
 def fill_eagerly(vault_dir, monkeypatch) -> dict:
-    """Every note's vector in one go, as the route did before (a batch as large as the vault)."""
+    """Every note's vector in one go, as the route did before (a batch as large as the vault).
+    Every filled_later is a copy of the same vault: its eager results are computed once per process."""
+    if "eager" in _FILLED:
+        return _FILLED["eager"]
     monkeypatch.setattr(fill, "FILL_BATCH", 10_000)
     engine_module.forget_engines(Vault(vault_dir))
     vault = Vault(vault_dir)
@@ -112,6 +115,7 @@ def fill_eagerly(vault_dir, monkeypatch) -> dict:
     results = {q: ranked(vault.recall(q, min_score=0)) for q in QUESTIONS}
     monkeypatch.setattr(fill, "FILL_BATCH", BATCH)
     engine_module.forget_engines(vault)
+    _FILLED["eager"] = results
     return results
 
 
