@@ -102,7 +102,7 @@ def test_a_pickle_planted_in_the_bm25_index_never_runs(vault, tmp_path):
 
     note = vault.add("Deploys need two approvals", "work").note
     vault.recall("deploy approvals")
-    engine_for(vault).bm25._close()
+    engine_for(vault).bm25.close()
     marker = tmp_path / "code-ran"
     folder = vault.root / ".vaultmem" / "index" / "bm25"
     tocs = sorted(folder.glob("_MAIN_*.toc"))

@@ -214,9 +214,15 @@ class Vault:
             self._refreshed = True
         return self._catalog
 
-    def forget_catalog(self) -> None:
-        """Drop the connection to the catalog (after its file was deleted)."""
-        if self._catalog is not None:
+    def catalog_replaced(self) -> bool:
+        """Whether the catalog this object has open was deleted or made anew by another process."""
+        return self._catalog is not None and self._catalog.replaced()
+
+    def forget_catalog(self, close: bool = True) -> None:
+        """Drop the connection to the catalog (after its file was deleted). `close=False` while
+        other threads may still be reading through it (the watcher's requests): its connections
+        then close when the last of them lets go of it."""
+        if self._catalog is not None and close:
             self._catalog.close()
         self._catalog, self._refreshed = None, False
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -136,8 +137,11 @@ def document_digest(note: Note) -> bytes:
 class Bm25Index:
     """The Whoosh index of one vault, opened once per process and kept open."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, held: Callable[[], bool] | None = None):
         self.folder = Path(folder)
+        # Whether another process is building the folder anew (a reindex): the searcher open now
+        # answers until the owner starts over, and is neither refreshed nor replaced meanwhile.
+        self._held = held
         self._ix = None
         self._searcher = None
         self._filter_cache: dict = {}
@@ -172,7 +176,7 @@ class Bm25Index:
 
         if not rebuild and self.exists():
             return self._ix
-        self._close()
+        self.close()
         if self.folder.exists():
             shutil.rmtree(self.folder)
         self.folder.mkdir(parents=True)
@@ -180,7 +184,7 @@ class Bm25Index:
         (self.folder / "version").write_text(str(SCHEMA_VERSION))
         return self._ix
 
-    def _close(self) -> None:
+    def close(self) -> None:
         if self._searcher is not None:
             self._searcher.close()
         self._searcher, self._ix = None, None
@@ -215,17 +219,31 @@ class Bm25Index:
             raise
         return len(changed) + len(removed)
 
+    def open_searcher(self) -> None:
+        """Open the index's segments now (a search would): once open they answer, even if
+        another process deletes the folder to build it anew."""
+        self._current_searcher()
+
     def _current_searcher(self):
-        if self._searcher is None:
-            if not self.exists():
-                return None
-            self._searcher = self._ix.searcher(weighting=_weighting())
-        elif not self._searcher.up_to_date():
-            try:
-                self._searcher = self._searcher.refresh()
-            except TypeError:  # Whoosh cannot refresh a searcher of an index that had no segments
-                self._searcher.close()
+        from whoosh.index import EmptyIndexError
+
+        if self._held is not None and self._held():
+            return self._searcher
+        try:
+            if self._searcher is None:
+                if not self.exists():
+                    return None
                 self._searcher = self._ix.searcher(weighting=_weighting())
+            elif not self._searcher.up_to_date():
+                try:
+                    self._searcher = self._searcher.refresh()
+                except TypeError:  # Whoosh cannot refresh a searcher of an index that had no segments
+                    self._searcher.close()
+                    self._searcher = self._ix.searcher(weighting=_weighting())
+        except (EmptyIndexError, FileNotFoundError):
+            # Deleted under it by another process, which builds it anew (a reindex). A searcher
+            # whose refresh failed half way may hold closed segments: it is not used again.
+            self._searcher = None
         return self._searcher
 
     def _filters(self, searcher, namespace, kind, statuses):

@@ -91,8 +91,10 @@ class CrossLingualRows:
         every note the first time, then only those changed since. Runs no model; the caller
         holds the engine's lock."""
         engine = self.engine
+        if engine.vault.catalog_replaced():
+            return  # a reindex elsewhere is making the caches anew: the rows matched so far answer meanwhile
         store, view = engine.crosslingual_vectors, engine._view
-        if _file_id(store.file) != self.file:  # replaced or deleted by another process (a reindex)
+        if _file_id(store.file) != self.file:  # replaced or deleted by another process
             self.forget()
         if self.gen == engine._gen and self.gen >= 0:
             return
@@ -106,7 +108,9 @@ class CrossLingualRows:
         earlier = {} if paths is None else {p: None for p in self.missing if p not in self.dirty}
         self.missing = {**dict.fromkeys(catalog.newest_first(stale)), **earlier}  # edits are the newest
         if gone:
-            with engine._index_lock():
+            with engine._writing_indexes() as ours:
+                if not ours:
+                    return
                 store.update({}, gone, None)
         self.gen, self.dirty, self.file = engine._gen, set(), _file_id(store.file)
 
@@ -156,8 +160,8 @@ class CrossLingualRows:
         with engine._lock:
             self.match()
             batch = list(itertools.islice(self.missing, FILL_BATCH))
-            if not batch:
-                return None
+            if not batch or engine.vault.catalog_replaced():
+                return None  # none lacks one, or a reindex elsewhere fills the new caches
             catalog = engine.vault.catalog(refresh=False)
             notes, hashes = catalog.at(batch), catalog.hashes_of(batch)
             work = {path: (hashes[path], embed_text(notes[path])) for path in batch if path in notes and path in hashes}
@@ -168,7 +172,9 @@ class CrossLingualRows:
             wanted = store.unstored(text for _digest, text in work.values())
         vectors = embed_texts(model, wanted)  # the slow part, without the engine's lock
         with engine._lock:
-            with engine._index_lock():
+            with engine._writing_indexes() as ours:
+                if not ours or engine.crosslingual_vectors is not store:
+                    return len(vectors)  # a reindex elsewhere made the caches anew meanwhile: these rows go nowhere
                 rows, _embedded = store.update(work, [], model, vectors)
             current = catalog.hashes_of(work)
             for path, row in rows.items():

@@ -71,11 +71,13 @@ Reading only: recall never writes a note.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -105,6 +107,10 @@ LEXICAL_BATCH = 200
 LEXICAL_BATCH_WITH_MODEL = 5000
 LEXICAL_OPTIMIZE = 5000  # an indexing of more notes ends by merging the index into one segment
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
+# The caches as another process's `reindex` leaves them (follow_replaced_caches), and how often a
+# fill waiting for it looks again.
+CURRENT, REOPENED, REBUILDING = "current", "reopened", "rebuilding"
+REBUILD_POLL = 0.25
 TIME_WINDOW_BOOST = 1.25
 # Session context (with_session_context): a tenth of the best score among the candidates
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
@@ -144,7 +150,7 @@ class RecallEngine:
         from vaultmem.search.bm25 import Bm25Index
 
         self.vault = vault
-        self.bm25 = Bm25Index(vault.state_dir / "index" / "bm25")
+        self.bm25 = Bm25Index(vault.state_dir / "index" / "bm25", held=vault.catalog_replaced)
         self.use_embeddings = use_embeddings
         self.embedder = None
         self.model_problem: str | None = None
@@ -179,6 +185,7 @@ class RecallEngine:
         self._view = _View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
         self._sentence_terms: dict[str, frozenset] = {}  # analysed words of questions' sentences (_term_sets)
+        self.reopened: dict | None = None  # what the sync did after starting over on caches made elsewhere
 
     # ------------------------------------------------------------ model
 
@@ -189,7 +196,6 @@ class RecallEngine:
         if self.embedder is not None or self.model_problem is not None or not self.use_embeddings:
             return
         from vaultmem.search.embed import load_embedder
-        from vaultmem.search.vectors import VectorStore, folder_name
 
         try:
             spec = self.model_spec()
@@ -197,9 +203,15 @@ class RecallEngine:
         except ModelUnavailable as exc:
             self.model_problem = str(exc)
             return
-        folder = self.vault.state_dir / "index" / "vectors" / folder_name(self.embedder.name)
+        self.vectors = self._vector_store(self.embedder)
+
+    def _vector_store(self, model):
+        """The vectors `model` gave this vault's notes (its folder under index/vectors/)."""
+        from vaultmem.search.vectors import VectorStore, folder_name
+
+        folder = self.vault.state_dir / "index" / "vectors" / folder_name(model.name)
         catalog = self.vault.catalog(refresh=False)
-        self.vectors = VectorStore(folder, self.embedder.name, lambda: catalog.db)
+        return VectorStore(folder, model.name, lambda: catalog.db, source_replaced=catalog.replaced)
 
     def _crosslingual_allowed(self) -> bool:
         """Whether a query in another language may go to the cross-lingual model: the vault
@@ -271,16 +283,13 @@ class RecallEngine:
             if self.crosslingual_problem is not None:
                 return False
             from vaultmem.search.crosslingual import load_crosslingual
-            from vaultmem.search.vectors import VectorStore, folder_name
 
             try:
                 model = load_crosslingual()
             except ModelUnavailable as exc:
                 self.crosslingual_problem = str(exc)
                 return False
-            folder = self.vault.state_dir / "index" / "vectors" / folder_name(model.name)
-            catalog = self.vault.catalog(refresh=False)
-            self.crosslingual_vectors = VectorStore(folder, model.name, lambda: catalog.db)
+            self.crosslingual_vectors = self._vector_store(model)
             self.crosslingual = model
             return True
 
@@ -334,21 +343,81 @@ class RecallEngine:
         does not pay a Whoosh commit per note.
         """
         with self._lock:
+            if self.follow_replaced_caches() == REBUILDING:
+                return self._unchanged()
             catalog = self.vault.catalog()
             catalog.refresh(full=full or rebuild)
             return self._follow(catalog, rebuild, lexical)
 
-    def apply(self, paths) -> dict:
-        """Re-read just `paths` (relative; the watcher's events) and update both indexes."""
+    def apply(self, paths, lock_wait: float | None = None) -> dict:
+        """Re-read just `paths` (relative; the watcher's events) and update both indexes.
+        `lock_wait`: give up (LockTimeout) after that long waiting for another process's
+        index writes, rather than hold the engine (and every request) meanwhile."""
         with self._lock:
+            caches = self.follow_replaced_caches()
+            if caches != CURRENT:  # starting over checked every file, or will once the reindex is done
+                return self.reopened if caches == REOPENED else self._unchanged()
             catalog = self.vault.catalog()
             if self._gen < 0:
                 catalog.refresh(full=True)
             else:
                 catalog.refresh_paths(paths)
-            return self._follow(catalog, False, True)
+            return self._follow(catalog, False, True, lock_wait)
 
-    def _follow(self, catalog, rebuild: bool, lexical: bool) -> dict:
+    def follow_replaced_caches(self) -> str:
+        """What to do about caches another process made anew (`reindex`): CURRENT (they were
+        not), REOPENED (it is done with them, and this engine started over on them, with a full
+        check of the files: `reopened` says what that sync did) or REBUILDING (it is still
+        at work and holds the index lock throughout: meanwhile this engine answers from the
+        files it has open and writes to none). Without this a long-lived process (the watcher,
+        the MCP server) would read the deleted files for the rest of its life."""
+        from vaultmem.store.lock import LockTimeout
+
+        with self._lock:
+            if not self.vault.catalog_replaced():
+                return CURRENT
+            lock = self._index_lock()
+            try:
+                lock.acquire(wait=0)
+            except LockTimeout:
+                return REBUILDING
+            try:  # all under the lock: no other reindex can start before this view is whole
+                self._start_over()
+                catalog = self.vault.catalog()
+                catalog.refresh(full=True)  # the new catalog may predate the last edits
+                self.reopened = self._follow(catalog, False, True)
+            finally:
+                lock.release()
+            return REOPENED
+
+    def _unchanged(self) -> dict:
+        return {"indexed": 0, "embedded": 0, "notes": self._view.count}
+
+    def _start_over(self) -> None:
+        """Forget all this engine read from .vaultmem/ (the catalog connection, the index and
+        vector files, the view built on them); the models stay loaded. Caller holds the lock."""
+        from vaultmem.search.bm25 import Bm25Index
+
+        self.vault.forget_catalog(close=False)  # requests read it outside this lock: closed when let go
+        self.bm25.close()
+        self.bm25 = Bm25Index(self.bm25.folder, held=self.vault.catalog_replaced)
+        self.vectors = None if self.vectors is None else self._vector_store(self.embedder)
+        if self.crosslingual_vectors is not None:
+            self.crosslingual_vectors = self._vector_store(self.crosslingual)
+        # Read now, complete (the caller holds the index lock): what answers while the next reindex runs.
+        self.bm25.open_searcher()
+        for store in (self.vectors, self.crosslingual_vectors):
+            if store is not None:
+                store.matrix  # noqa: B018 - read for its side effect
+        self._xl.forget()
+        self._gen = self._lexical_gen = -1
+        self._unindexed, self._unembedded, self._terms = {}, {}, {}
+        self._view, self._order = _View(), SessionOrder()
+        # The old catalog's connections sit in reference cycles: collected now (unless a request
+        # still holds one), they close, and with them the deleted files.
+        gc.collect()
+
+    def _follow(self, catalog, rebuild: bool, lexical: bool, lock_wait: float | None = None) -> dict:
         gen = catalog.generation
         self._load_model()
         embedded = indexed = 0
@@ -374,13 +443,17 @@ class RecallEngine:
             self._xl.note_changes(changed, removed)
         if gen != self._gen or rebuild:
             if self.vectors is not None:
-                with self._index_lock():
+                with self._writing_indexes(lock_wait) as current:
+                    if not current:
+                        return self._unchanged()
                     embedded = self._update_vectors(catalog, changed, removed, fresh_view, self.embed_limit)
             self._gen = gen
         deferred = LEXICAL_BATCH if self.vectors is None else LEXICAL_BATCH_WITH_MODEL
         if rebuild or (self._unindexed and (lexical or len(self._unindexed) > deferred)) \
                 or (lexical and gen != self._lexical_gen):
-            with self._index_lock():
+            with self._writing_indexes(lock_wait) as current:
+                if not current:
+                    return self._unchanged()
                 indexed = self._update_lexical(catalog, rebuild)
             self._lexical_gen = gen
         self._synced_at = time.monotonic()
@@ -413,15 +486,22 @@ class RecallEngine:
         from vaultmem.search.vectors import embed_texts
 
         with self._lock:
-            if not (self._unembedded and self.vectors is not None):
-                return len(self._unembedded)
-            paths = list(itertools.islice(self._unembedded, limit))
-            wanted = self.vectors.unstored(map(embed_text, self.vault.catalog(refresh=False).at(paths).values()))
+            caches = self.follow_replaced_caches()
+            if caches == CURRENT and self._unembedded and self.vectors is not None:
+                paths = list(itertools.islice(self._unembedded, limit))
+                wanted = self.vectors.unstored(map(embed_text, self.vault.catalog(refresh=False).at(paths).values()))
+            else:
+                paths = None
+        if paths is None:
+            if caches == REBUILDING:
+                time.sleep(REBUILD_POLL)  # the caller asks again; once reopened, the new caches say what is left
+            return len(self._unembedded)
         vectors = embed_texts(self.embedder, wanted)
-        with self._lock, self._index_lock():
-            # What the model made is all these texts need (limit 0: it runs for none of them here).
-            self._embed_rows(self.vault.catalog(refresh=False), [p for p in paths if p in self._unembedded], {}, 0,
-                             vectors)
+        with self._lock, self._writing_indexes() as current:
+            if current:  # (else made anew meanwhile, by a reindex elsewhere: these rows go nowhere)
+                # What the model made is all these texts need (limit 0: it runs for none of them here).
+                self._embed_rows(self.vault.catalog(refresh=False), [p for p in paths if p in self._unembedded], {},
+                                 0, vectors)
             return len(self._unembedded)
 
     @property
@@ -490,6 +570,18 @@ class RecallEngine:
         catalog.settle_after_indexing(len(items) + len(removed), rebuilt=asked)
         self._unindexed = {}
         return count
+
+    @contextmanager
+    def _writing_indexes(self, wait: float | None = None):
+        """The index lock, held; yields whether the caches are still the ones this engine reads.
+        False: another process's reindex made them anew while this waited for the lock, so
+        nothing may be written through this engine's view (the next call starts over on them)."""
+        lock = self._index_lock()
+        lock.acquire(wait)
+        try:
+            yield not self.vault.catalog_replaced()
+        finally:
+            lock.release()
 
     def _index_lock(self):
         """Processes updating the same indexes take turns (Whoosh allows one writer;
@@ -646,9 +738,10 @@ class RecallEngine:
         return {path: float(row @ vector) for path, row in zip(notes, vectors)}
 
     def _search(self, query, top_k, namespace, kind, include_hidden, now) -> list[Hit]:
-        if self.bm25.unusable():
-            with self._index_lock():
-                self._update_lexical(self.vault.catalog(), rebuild=True)
+        if self.bm25.unusable() and not self.vault.catalog_replaced():  # (replaced: being built elsewhere)
+            with self._writing_indexes() as current:
+                if current:
+                    self._update_lexical(self.vault.catalog(), rebuild=True)
         statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
         lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
@@ -1021,14 +1114,18 @@ def rebuild_indexes(vault, progress: Callable[[int, int], None] | None = None) -
     from vaultmem.search.crosslingual import has_vectors
 
     forget_engines(vault)
-    routed_before = has_vectors(vault.state_dir / "index" / "vectors")
-    for cache in (vault.cache_dir, vault.state_dir / "index"):
-        if cache.exists():
-            shutil.rmtree(cache)
     engine = engine_for(vault)
-    engine.progress = progress
-    stats = engine.sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
-    stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None
+    # The index lock, held throughout, keeps other processes' engines on the files they have
+    # open until the new ones are complete (follow_replaced_caches): a watcher goes on answering
+    # meanwhile, and starts over once, on finished caches, instead of building them as well.
+    with engine._index_lock():
+        routed_before = has_vectors(vault.state_dir / "index" / "vectors")
+        for cache in (vault.cache_dir, vault.state_dir / "index"):
+            if cache.exists():
+                shutil.rmtree(cache)
+        engine.progress = progress
+        stats = engine.sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
+        stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None
     return stats
 
 

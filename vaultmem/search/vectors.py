@@ -67,12 +67,15 @@ class VectorStore:
     readers map the file and see rows up to the count in its header.
     """
 
-    def __init__(self, folder: Path, model_name: str, db_source):
+    def __init__(self, folder: Path, model_name: str, db_source, source_replaced: Callable[[], bool] | None = None):
         self.folder = Path(folder)
         self.file = self.folder / "vectors.npy"
         self.model_name = model_name
         self.model = hashlib.blake2b(model_name.encode("utf-8"), digest_size=4).hexdigest()  # its key in the tables
         self._db_source = db_source  # a callable: the catalog's connection for the calling thread
+        # Whether that catalog's file was made anew by another process (a reindex): its tables
+        # point into the rows read so far, not into the new file's.
+        self._source_replaced = source_replaced
         self.db.executescript(_SCHEMA)
         self._rows = np.zeros((0, 0), dtype=np.float32)  # float32 rows read so far; capacity grows by an eighth
         self._rows_read = 0
@@ -118,9 +121,11 @@ class VectorStore:
         stamp = None if info is None else file_stamp(info)
         if stamp is not None and stamp == self._read_at:
             return self._rows[: self._rows_read]  # not written since it was read: no header to parse
+        if file_id != self._file_id and self._rows_read and self._source_replaced and self._source_replaced():
+            return self._rows[: self._rows_read]  # until the engine starts over on both (follow_replaced_caches)
         rows, dim, offset = _header(self.file)
         if rows < self._rows_read or dim != self.dim or file_id != self._file_id:
-            # Replaced (a reindex by another process) or cut: read it again.
+            # Replaced (deleted by hand, or dropped as damaged) or cut: read it again.
             self._rows, self._rows_read, self.dim = np.zeros((0, dim), dtype=np.float32), 0, dim
             self._file_id = file_id
         if rows > self._rows_read:
@@ -246,6 +251,7 @@ class VectorStore:
         if not vectors:
             return
         first = self._append(np.vstack([vector for _digest, vector in vectors]))
+        self.matrix  # noqa: B018 - the new rows read now: they stay with this store if a reindex replaces the file
         for offset, (digest, _vector) in enumerate(vectors):
             existing[digest] = first + offset
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 
 from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
 
@@ -23,6 +24,10 @@ DEBOUNCE = 0.15
 MAX_DELAY = 0.5
 RESCAN_EVERY = 60.0
 IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan clock
+# How long applying an edit waits for another process's index writes before trying again later:
+# meanwhile the engine is free for requests (a reindex holds the index lock for minutes).
+APPLY_LOCK_WAIT = 0.5
+CACHE_CHECK_EVERY = 1.0  # how often it checks that its caches are still those on disk (a reindex elsewhere)
 
 
 class ChangeCollector:
@@ -60,6 +65,14 @@ class ChangeCollector:
                 continue
             if is_note_path(rel):
                 self._record(path=rel)
+
+    def put_back(self, paths: set[str]) -> None:
+        """Paths taken but not applied: due again after DEBOUNCE (or with the next events)."""
+        with self.lock:
+            self.paths |= paths
+            now = time.monotonic()
+            self.first_at = self.first_at or now
+            self.last_at = now
 
     def _record(self, path: str | None = None, rescan: bool = False) -> None:
         with self.lock:
@@ -135,8 +148,13 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
+    from vaultmem.search.engine import REOPENED
     from vaultmem.service.backfill import give_back_memory, start_background_fill
+    from vaultmem.store.lock import LockTimeout
 
+    # watchdog warns when a folder it watches is deleted and made again (a reindex's .vaultmem/
+    # index, a checkout's folders): harmless, it watches the new one.
+    warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning)
     collector = ChangeCollector(str(engine.vault.root))
 
     class Handler(FileSystemEventHandler):
@@ -154,7 +172,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         if on_update:
             on_update("scan", result)
         fill = start_background_fill(engine, log=lambda text: print(text, flush=True))
-        last_scan = time.monotonic()
+        last_scan = last_cache_check = time.monotonic()
         while not stop_event.is_set():
             due = collector.due_in()
             collector.wake.wait(timeout=IDLE_POLL if due is None else due)
@@ -163,7 +181,11 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             now = time.monotonic()
             if batch is not None:
                 paths, rescan = batch
-                result = engine.sync(full=True) if rescan else engine.apply(paths)
+                try:
+                    result = engine.sync(full=True) if rescan else engine.apply(paths, lock_wait=APPLY_LOCK_WAIT)
+                except LockTimeout:  # another process writes the indexes at length (a reindex, a big import)
+                    collector.put_back(paths)
+                    continue
                 if not rescan:
                     result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
                 if on_update:
@@ -171,6 +193,10 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             elif now - last_scan > RESCAN_EVERY:
                 engine.sync(full=True)
                 last_scan = now
+            elif now - last_cache_check > CACHE_CHECK_EVERY:
+                last_cache_check = now
+                if engine.follow_replaced_caches() == REOPENED and on_update:  # a reindex elsewhere, done
+                    on_update("reopened", engine.reopened)
             if engine.unembedded:  # a sync (here or a request's) left more than it embeds: a big pull
                 fill.request()
     finally:

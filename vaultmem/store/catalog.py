@@ -102,6 +102,14 @@ CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT 
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
 
 
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def _stated_id(data: bytes) -> str | None:
     """The `id:` line of a file that does not parse (broken YAML, a merge conflict), if it has one."""
     match = _ID_LINE.search(data[:4096])
@@ -214,6 +222,7 @@ class Catalog:
         self._connections: list[sqlite3.Connection] = []
         self._notes_cache: tuple[int, list[Note]] | None = None
         self._checked_at = 0.0
+        self._file_id: tuple[int, int] | None = None  # (device, inode) of the file the connections opened
 
     # ------------------------------------------------------------ connection
 
@@ -222,6 +231,8 @@ class Catalog:
         if getattr(self._local, "db", None) is None:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
+            if self._file_id is None:
+                self._file_id = _file_id(self.db_file)
             db.execute("PRAGMA busy_timeout = 60000")
             try:
                 db.execute("PRAGMA journal_mode = WAL")
@@ -252,6 +263,13 @@ class Catalog:
                 pass  # made in another thread that is gone
         self._connections = []
         self._local = threading.local()
+        self._file_id = None
+
+    def replaced(self) -> bool:
+        """Whether the file this catalog's connections read is no longer the one at its path:
+        deleted, or made anew by another process (`reindex`). The connections still work, on
+        the old file, but see nothing written to the new one."""
+        return self._file_id is not None and _file_id(self.db_file) != self._file_id
 
     def transaction(self):
         return _Transaction(self.db)

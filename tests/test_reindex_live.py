@@ -1,0 +1,109 @@
+"""`reindex` while other processes have the caches open: they go on answering from the files they
+had until the new ones are complete, then start over on those (none keeps reading deleted files
+for the rest of its life, which a watcher or an MCP server would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from pathlib import Path
+
+from vaultmem.search.engine import engine_for
+from vaultmem.service.client import ask
+from vaultmem.vault import Vault
+
+from .conftest import run_process
+from .test_watch import wait_until, watcher  # noqa: F401 - the fixture
+
+NOTE = """---
+id: {id}
+type: memory
+namespace: work
+---
+{text}
+"""
+
+
+def deleted_caches(pid: int | str) -> list[str]:
+    """The files under a .vaultmem/ folder that process `pid` holds open although they were deleted."""
+    held = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if ".vaultmem" in target and target.endswith("(deleted)"):
+            held.append(target)
+    return held
+
+
+def hand_note(vault_dir: Path, n: int) -> tuple[str, str]:
+    """A note written by hand (as an editor would), found by its own odd word."""
+    word = f"quokka{n}x"
+    path = vault_dir / "memories" / "work" / f"hand-{n}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(NOTE.format(id=f"hand{n:04d}", text=f"The {word} runbook lives in the ops wiki."))
+    return f"hand{n:04d}", word
+
+
+def ids(hits) -> list[str]:
+    return [hit["id"] for hit in hits]
+
+
+def served_ids(vault_dir: Path, query: str, top_k: int = 5) -> list[str] | None:
+    """The watcher's answer; None when it gave none in time (the client would recall in-process)."""
+    answer = ask(str(vault_dir), {"op": "recall", "query": query, "top_k": top_k})
+    return ids(answer["hits"]) if answer and answer.get("ok") else None
+
+
+def test_a_watcher_ends_on_the_caches_of_reindexes_run_beside_it(run, vault_dir, watcher):  # noqa: F811
+    teal = {run.json("add", f"Deploy step {i} runs the teal pipeline on Fridays", "-n", "work")["id"] for i in range(6)}
+    rng = random.Random(28)
+    answers, stop = [], threading.Event()
+
+    def keep_asking():  # a hook's recalls, all the time
+        while not stop.is_set():
+            answers.append(ask(str(vault_dir), {"op": "recall", "query": "teal pipeline", "top_k": 3}))
+            time.sleep(rng.uniform(0, 0.02))
+
+    asker = threading.Thread(target=keep_asking)
+    asker.start()
+    written = []
+    try:
+        for n in range(12):  # hand edits at random moments before, during and after each reindex
+            editor = threading.Timer(rng.uniform(0, 0.4), lambda n=n: written.append(hand_note(vault_dir, n)))
+            editor.start()
+            time.sleep(rng.uniform(0, 0.2))
+            run("reindex")
+            editor.join()
+    finally:
+        stop.set()
+        asker.join()
+    # What it answered meanwhile was right, when it answered (one that fails or takes too long
+    # is answered by the client in-process: see the README's Freshness).
+    assert {hit["id"] for answer in answers if answer and answer.get("ok") for hit in answer["hits"]} <= teal
+    assert sum(bool(answer and answer.get("ok") and answer["hits"]) for answer in answers) > len(answers) / 2
+    for note_id, word in written:
+        wait_until(lambda: (served_ids(vault_dir, word) or [])[:1] == [note_id])
+    wait_until(lambda: not deleted_caches(watcher.pid))
+    # What it answers now is what a process that never saw the old caches answers.
+    for query in ("teal pipeline fridays", "runbook ops wiki", "quokka3x"):
+        alone = run_process("--vault", str(vault_dir), "recall", query, "-k", "5", "--json",
+                            env={"VAULTMEM_NO_SERVER": "1"})
+        assert served_ids(vault_dir, query) == ids(json.loads(alone.stdout))
+
+
+def test_a_long_lived_engine_starts_over_on_caches_another_process_rebuilt(vault_dir):
+    vault = Vault(vault_dir)  # as the MCP server or an API user keeps one
+    vault.add("The staging database is Postgres 15", namespace="work")
+    staging = vault.recall("staging database")[0].note
+    assert staging.text.strip() == "The staging database is Postgres 15"
+    run_process("--vault", str(vault_dir), "reindex")
+    note_id, word = hand_note(vault_dir, 1)
+    assert [hit.note.id for hit in vault.recall(word)][:1] == [note_id]
+    assert deleted_caches("self") == []
+    assert engine_for(vault).vault.catalog().count() == 2
+    assert vault.recall("staging database")[0].note.id == staging.id
