@@ -176,13 +176,13 @@ def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_pat
         init_vault(tmp_path / name)
     checked = Vault(tmp_path / "checked")
     items = [{"text": f"Service node-{i} listens on port {8000 + i} in staging", "namespace": "infra"}
-             for i in range(450)]
-    checked.add_many(items, batch=100)
-    assert commits == [450]
+             for i in range(225)]  # four whole batches and a part of one
+    checked.add_many(items, batch=50)
+    assert commits == [225]
     assert checked.catalog().pending_index() == ({}, [])
-    assert [h.note.text for h in checked.recall("node-321 port", k=1)] == ["Service node-321 listens on port 8321 "
+    assert [h.note.text for h in checked.recall("node-221 port", k=1)] == ["Service node-221 listens on port 8221 "
                                                                            "in staging"]
     commits.clear()
     unchecked = Vault(tmp_path / "unchecked")
-    unchecked.add_many([{**item, "merge": False, "supersede": False} for item in items], batch=100)
-    assert commits == [] and len(unchecked.catalog().pending_index()[0]) == 450
+    unchecked.add_many([{**item, "merge": False, "supersede": False} for item in items], batch=50)
+    assert commits == [] and len(unchecked.catalog().pending_index()[0]) == 225
