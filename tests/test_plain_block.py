@@ -128,3 +128,14 @@ def test_the_notes_an_add_and_a_grade_write_are_read_the_plain_way(vault_dir):
     for path in (vault_dir / "memories").rglob("*.md"):
         block, _body = split_frontmatter(path.read_text(encoding="utf-8"))
         assert read_plain_block(block) is not None, path
+
+
+def test_text_yaml_takes_for_a_number_it_cannot_read_is_written_quoted_and_reads_back(vault_dir):
+    """"0x_" and "0b_" match YAML's hex and binary patterns, and PyYAML's int() then refuses
+    them: a note holding one must quote it, not fail to render (hypothesis found "0x_")."""
+    vault = Vault(vault_dir)
+    added = vault.add("A namespace that looks like hex", "0x_", tags=["0b_", "+0x_"])
+    block, _body = split_frontmatter((vault_dir / added.note.path).read_text(encoding="utf-8"))
+    assert 'namespace: "0x_"' in block
+    again = vault.get(added.note.id)
+    assert (again.namespace, set(again.tags)) == ("0x_", {"0b_", "+0x_"})

@@ -590,7 +590,7 @@ def _plain_is_safe(text: str) -> bool:
         return plain[0] == {"k": text}
     try:
         return yaml.load(f"k: {text}", Loader=_Loader) == {"k": text}
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError):  # ValueError: "0x_" matches YAML's int pattern, int() refuses it
         return False
 
 
