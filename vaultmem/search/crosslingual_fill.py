@@ -27,10 +27,11 @@ view and catalog and takes its locks. It imports no model.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from dataclasses import dataclass
+
+from vaultmem.store.files import file_identity
 
 # A routed recall embeds notes lacking a cross-lingual vector for about this long (at least one
 # batch), then answers: at USE's 75-480 texts/s, 40-240 notes per query; the hooks' budget is 3 s
@@ -94,7 +95,7 @@ class CrossLingualRows:
         if engine.vault.catalog_replaced():
             return  # a reindex elsewhere is making the caches anew: the rows matched so far answer meanwhile
         store, view = engine.crosslingual_vectors, engine._view
-        if _file_id(store.file) != self.file:  # replaced or deleted by another process
+        if file_identity(store.file) != self.file:  # replaced or deleted by another process
             self.forget()
         if self.gen == engine._gen and self.gen >= 0:
             return
@@ -112,7 +113,7 @@ class CrossLingualRows:
                 if not ours:
                     return
                 store.update({}, gone, None)
-        self.gen, self.dirty, self.file = engine._gen, set(), _file_id(store.file)
+        self.gen, self.dirty, self.file = engine._gen, set(), file_identity(store.file)
 
     def for_query(self) -> Coverage:
         """What a routed recall does first (engine lock held): match, embed for FILL_SECONDS
@@ -182,13 +183,5 @@ class CrossLingualRows:
                 if path in self.missing and current.get(path) == work[path][0] and engine._view.slot(path) is not None:
                     engine._view.set_row(path, row, ROW_FIELD)
                     del self.missing[path]
-            self.file = _file_id(store.file)
+            self.file = file_identity(store.file)
         return len(vectors)
-
-
-def _file_id(path) -> tuple | None:
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return info.st_dev, info.st_ino

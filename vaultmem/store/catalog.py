@@ -43,6 +43,7 @@ from typing import Callable, Iterable
 
 from vaultmem.core.model import HIDDEN_STATUSES, Note
 from vaultmem.errors import NoteError
+from vaultmem.store.files import file_identity
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
 SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states;
@@ -100,14 +101,6 @@ CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT 
 
 
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
-
-
-def _file_id(path: Path) -> tuple[int, int] | None:
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return info.st_dev, info.st_ino
 
 
 def _stated_id(data: bytes) -> str | None:
@@ -232,7 +225,7 @@ class Catalog:
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
             if self._file_id is None:
-                self._file_id = _file_id(self.db_file)
+                self._file_id = file_identity(self.db_file)
             db.execute("PRAGMA busy_timeout = 60000")
             try:
                 db.execute("PRAGMA journal_mode = WAL")
@@ -269,7 +262,7 @@ class Catalog:
         """Whether the file this catalog's connections read is no longer the one at its path:
         deleted, or made anew by another process (`reindex`). The connections still work, on
         the old file, but see nothing written to the new one."""
-        return self._file_id is not None and _file_id(self.db_file) != self._file_id
+        return self._file_id is not None and file_identity(self.db_file) != self._file_id
 
     def transaction(self):
         return _Transaction(self.db)

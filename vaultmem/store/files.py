@@ -370,6 +370,16 @@ def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
         return handle.read(), info
 
 
+def file_identity(path) -> tuple[int, int] | None:
+    """(device, inode) of the file at `path` now, None if there is none: a reader that keeps a
+    file open tells by this that another process replaced or deleted it (a reindex)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def file_stamp(info: os.stat_result) -> tuple[int, int, int, int, int]:
     """What tells one state of a file from another without reading it, for a reader that
     remembers what it read (the ledger, the vector file): a rewrite of the same size (a
