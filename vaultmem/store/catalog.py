@@ -222,6 +222,13 @@ class Catalog:
     @property
     def db(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
+            if self._connections and self.replaced():
+                # Made anew by another process (a reindex) since this catalog opened it: a connection
+                # by its path would read the new, half-built file (or make one in the folder being
+                # deleted). This thread reads through a connection on this catalog's own file until
+                # its owner starts over (RecallEngine.follow_replaced_caches).
+                self._local.db = self._connections[0]
+                return self._local.db
             self.db_file.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
             if self._file_id is None:
