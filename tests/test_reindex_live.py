@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -107,3 +108,20 @@ def test_a_long_lived_engine_starts_over_on_caches_another_process_rebuilt(vault
     assert deleted_caches("self") == []
     assert engine_for(vault).vault.catalog().count() == 2
     assert vault.recall("staging database")[0].note.id == staging.id
+
+
+def test_a_thread_that_first_reads_a_replaced_catalog_reads_the_catalogs_own_file(vault_dir):
+    """The watcher's request threads open their catalog connections when first used: one that does
+    so while a reindex rebuilds the file would read the new, half-built one by its path."""
+    vault = Vault(vault_dir)
+    for i in range(3):
+        vault.add(f"Deploy step {i} runs the teal pipeline", namespace="work")
+    catalog = vault.catalog()
+    assert catalog.count() == 3
+    catalog.db_file.unlink()  # as reindex does, then makes a new one
+    sqlite3.connect(catalog.db_file).close()
+    counted = []
+    reader = threading.Thread(target=lambda: counted.append(catalog.count()))
+    reader.start()
+    reader.join()
+    assert catalog.replaced() and counted == [3]
