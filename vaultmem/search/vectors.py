@@ -251,7 +251,10 @@ class VectorStore:
         if not vectors:
             return
         first = self._append(np.vstack([vector for _digest, vector in vectors]))
-        self.matrix  # noqa: B018 - the new rows read now: they stay with this store if a reindex replaces the file
+        if self._rows_read:
+            # A store searched already reads its new rows now: they stay with it if a reindex
+            # replaces the file. One never searched (reindex's own, an import's) reads none.
+            self.matrix  # noqa: B018 - read for its side effect
         for offset, (digest, _vector) in enumerate(vectors):
             existing[digest] = first + offset
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
