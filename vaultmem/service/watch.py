@@ -61,23 +61,15 @@ class ChangeCollector:
                 continue
             if event.is_directory:
                 if event.event_type in ("moved", "deleted"):
-                    self._record(rescan=True)
+                    self.record(rescan=True)
                 continue
             if is_note_path(rel):
-                self._record(path=rel)
+                self.record((rel,))
 
-    def put_back(self, paths: set[str]) -> None:
-        """Paths taken but not applied: due again after DEBOUNCE (or with the next events)."""
+    def record(self, paths=(), rescan: bool = False) -> None:
+        """Note paths to apply (from events, or put back by a batch that could not be applied)."""
         with self.lock:
-            self.paths |= paths
-            now = time.monotonic()
-            self.first_at = self.first_at or now
-            self.last_at = now
-
-    def _record(self, path: str | None = None, rescan: bool = False) -> None:
-        with self.lock:
-            if path:
-                self.paths.add(path)
+            self.paths.update(paths)
             self.rescan = self.rescan or rescan
             now = time.monotonic()
             self.first_at = self.first_at or now
@@ -184,7 +176,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
                 try:
                     result = engine.sync(full=True) if rescan else engine.apply(paths, lock_wait=APPLY_LOCK_WAIT)
                 except LockTimeout:  # another process writes the indexes at length (a reindex, a big import)
-                    collector.put_back(paths)
+                    collector.record(paths)  # again after DEBOUNCE
                     continue
                 if not rescan:
                     result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
