@@ -26,9 +26,10 @@ HOLD = ("import sys, time\nfrom filelock import FileLock\nlock = FileLock(sys.ar
 
 
 @contextmanager
-def lock_held(vault_dir, seconds: float = 300.0):
-    """Inside the block another process holds the vault's write lock (for `seconds`, or until the block ends)."""
-    lock = vault_dir / ".vaultmem" / "write.lock"
+def lock_held(vault_dir, seconds: float = 300.0, name: str = "write.lock"):
+    """Inside the block another process holds the vault's write lock, or another of its locks
+    (`name` in .vaultmem/), for `seconds` or until the block ends."""
+    lock = vault_dir / ".vaultmem" / name
     process = subprocess.Popen([sys.executable, "-c", HOLD, str(lock), str(seconds)], stdout=subprocess.PIPE,
                                text=True)
     try:

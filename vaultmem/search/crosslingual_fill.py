@@ -154,6 +154,8 @@ class CrossLingualRows:
 
     def _batch(self) -> int | None:
         """Give the next FILL_BATCH notes lacking a row theirs; None when none lacks one."""
+        from vaultmem.errors import LockTimeout
+        from vaultmem.search.engine import REBUILD_POLL, STORE_LOCK_WAIT
         from vaultmem.search.passages import embed_text
         from vaultmem.search.vectors import embed_texts
 
@@ -163,20 +165,29 @@ class CrossLingualRows:
             batch = list(itertools.islice(self.missing, FILL_BATCH))
             if not batch or engine.vault.catalog_replaced():
                 return None  # none lacks one, or a reindex elsewhere fills the new caches
-            catalog = engine.vault.catalog(refresh=False)
-            notes, hashes = catalog.at(batch), catalog.hashes_of(batch)
-            work = {path: (hashes[path], embed_text(notes[path])) for path in batch if path in notes and path in hashes}
-            for path in batch:
-                if path not in work:  # unreadable or gone since the match: the next one sees it
-                    self.missing.pop(path, None)
-            store, model = engine.crosslingual_vectors, engine.crosslingual
-            wanted = store.unstored(text for _digest, text in work.values())
+            busy = engine.index_busy()  # another process writes the indexes: no rows could be stored now
+            if not busy:
+                catalog = engine.vault.catalog(refresh=False)
+                notes, hashes = catalog.at(batch), catalog.hashes_of(batch)
+                work = {path: (hashes[path], embed_text(notes[path]))
+                        for path in batch if path in notes and path in hashes}
+                for path in batch:
+                    if path not in work:  # unreadable or gone since the match: the next one sees it
+                        self.missing.pop(path, None)
+                store, model = engine.crosslingual_vectors, engine.crosslingual
+                wanted = store.unstored(text for _digest, text in work.values())
+        if busy:
+            time.sleep(REBUILD_POLL)
+            return 0
         vectors = embed_texts(model, wanted)  # the slow part, without the engine's lock
         with engine._lock:
-            with engine._writing_indexes() as ours:
-                if not ours or engine.crosslingual_vectors is not store:
-                    return len(vectors)  # a reindex elsewhere made the caches anew meanwhile: these rows go nowhere
-                rows, _embedded = store.update(work, [], model, vectors)
+            try:
+                with engine._writing_indexes(STORE_LOCK_WAIT) as ours:
+                    if not ours or engine.crosslingual_vectors is not store:
+                        return len(vectors)  # a reindex elsewhere made the caches anew: these rows go nowhere
+                    rows, _embedded = store.update(work, [], model, vectors)
+            except LockTimeout:  # taken by another process since: these notes stay missing, for a later batch
+                return 0
             current = catalog.hashes_of(work)
             for path, row in rows.items():
                 # A note changed meanwhile keeps lacking its row: the next match lists it again.

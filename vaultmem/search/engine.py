@@ -86,7 +86,7 @@ from vaultmem import clock
 from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace
 from vaultmem.core.schedule import label, retrievability
 from vaultmem.core.timeq import time_intent
-from vaultmem.errors import ModelUnavailable
+from vaultmem.errors import LockTimeout, ModelUnavailable
 from vaultmem.search.crosslingual_fill import ROW_FIELD as CROSSLINGUAL_ROW
 from vaultmem.search.crosslingual_fill import Coverage, CrossLingualRows
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
@@ -111,6 +111,10 @@ RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that 
 # fill waiting for it looks again.
 CURRENT, REOPENED, REBUILDING = "current", "reopened", "rebuilding"
 REBUILD_POLL = 0.25
+# How long a background fill's store waits for the index lock while another process writes the
+# indexes (a reindex, an import, a first embedding): it holds the engine's lock meanwhile, so every
+# request would wait with it. Past this the vectors wait in `_recent` for the next turn.
+STORE_LOCK_WAIT = 0.5
 TIME_WINDOW_BOOST = 1.25
 # Session context (with_session_context): a tenth of the best score among the candidates
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
@@ -334,20 +338,34 @@ class RecallEngine:
 
     # ------------------------------------------------------------ keeping in step
 
-    def sync(self, rebuild: bool = False, full: bool = False, lexical: bool = True) -> dict:
+    def sync(self, rebuild: bool = False, full: bool = False, lexical: bool = True,
+             lock_wait: float | None = None) -> dict:
         """Bring the view and both indexes in step with the files.
 
         Bounded work (the catalog's folder check) unless `full`; `rebuild`
         re-creates the BM25 index. `lexical=False` leaves new notes out of the
         BM25 index for now (they are matched by hand meanwhile): an add's check
-        does not pay a Whoosh commit per note.
+        does not pay a Whoosh commit per note. `lock_wait`: as for `apply`.
         """
         with self._lock:
             if self.follow_replaced_caches() == REBUILDING:
                 return self._unchanged()
             catalog = self.vault.catalog()
             catalog.refresh(full=full or rebuild)
-            return self._follow(catalog, rebuild, lexical)
+            return self._follow(catalog, rebuild, lexical, lock_wait)
+
+    def _catch_up(self, lexical: bool = True) -> None:
+        """The freshness check of a request the watcher answers (its loop keeps the engine
+        current): in step with the files unless another process writes the indexes right now
+        (a reindex, an import, another process's first embedding), and then without waiting
+        for it: the view already holds the notes changed since, found by their words (matched
+        by hand, `_unindexed`, `_unembedded`) until the loop, which tries again, indexes them.
+        Waiting would hold the engine's lock, and every request with it, for as long as that
+        process holds the index lock: minutes for a reindex of a big vault."""
+        try:
+            self.sync(lexical=lexical, lock_wait=0)
+        except LockTimeout:
+            pass
 
     def apply(self, paths, lock_wait: float | None = None) -> dict:
         """Re-read just `paths` (relative; the watcher's events) and update both indexes.
@@ -371,8 +389,6 @@ class RecallEngine:
         at work and holds the index lock throughout: meanwhile this engine answers from the
         files it has open and writes to none). Without this a long-lived process (the watcher,
         the MCP server) would read the deleted files for the rest of its life."""
-        from vaultmem.store.lock import LockTimeout
-
         with self._lock:
             if not self.vault.catalog_replaced():
                 return CURRENT
@@ -443,10 +459,14 @@ class RecallEngine:
             self._xl.note_changes(changed, removed)
         if gen != self._gen or rebuild:
             if self.vectors is not None:
-                with self._writing_indexes(lock_wait) as current:
-                    if not current:
-                        return self._unchanged()
-                    embedded = self._update_vectors(catalog, changed, removed, fresh_view, self.embed_limit)
+                try:
+                    with self._writing_indexes(lock_wait) as current:
+                        if not current:
+                            return self._unchanged()
+                        embedded = self._update_vectors(catalog, changed, removed, fresh_view, self.embed_limit)
+                except LockTimeout:
+                    self._leave_unembedded(changed)
+                    raise
             self._gen = gen
         deferred = LEXICAL_BATCH if self.vectors is None else LEXICAL_BATCH_WITH_MODEL
         if rebuild or (self._unindexed and (lexical or len(self._unindexed) > deferred)) \
@@ -458,6 +478,14 @@ class RecallEngine:
             self._lexical_gen = gen
         self._synced_at = time.monotonic()
         return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
+
+    def _leave_unembedded(self, changed: dict[str, Note]) -> None:
+        """Notes whose vectors could not be updated now (another process holds the index
+        lock): found by their words, and by an add's check of the waiting notes, until a
+        later sync gives them their row (it sees the same changes again)."""
+        for path in changed:
+            self._view.set_row(path, -1, MODEL_ROW)
+            self._unembedded[path] = None
 
     def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool,
                         limit: int | None = None) -> int:
@@ -487,22 +515,42 @@ class RecallEngine:
 
         with self._lock:
             caches = self.follow_replaced_caches()
-            if caches == CURRENT and self._unembedded and self.vectors is not None:
+            busy = caches == REBUILDING or self.index_busy()
+            if caches == CURRENT and not busy and self._unembedded and self.vectors is not None:
                 paths = list(itertools.islice(self._unembedded, limit))
                 wanted = self.vectors.unstored(map(embed_text, self.vault.catalog(refresh=False).at(paths).values()))
+                known = {digest: self._recent[digest] for digest in wanted if digest in self._recent}
             else:
                 paths = None
         if paths is None:
-            if caches == REBUILDING:
-                time.sleep(REBUILD_POLL)  # the caller asks again; once reopened, the new caches say what is left
+            if busy:  # the caller asks again; once reopened (or let go), the caches say what is left
+                time.sleep(REBUILD_POLL)
             return len(self._unembedded)
-        vectors = embed_texts(self.embedder, wanted)
-        with self._lock, self._writing_indexes() as current:
-            if current:  # (else made anew meanwhile, by a reindex elsewhere: these rows go nowhere)
-                # What the model made is all these texts need (limit 0: it runs for none of them here).
-                self._embed_rows(self.vault.catalog(refresh=False), [p for p in paths if p in self._unembedded], {},
-                                 0, vectors)
+        vectors = {**known, **embed_texts(self.embedder, {d: t for d, t in wanted.items() if d not in known})}
+        with self._lock:
+            try:
+                with self._writing_indexes(STORE_LOCK_WAIT) as current:
+                    if current:  # (else made anew meanwhile, by a reindex elsewhere: these rows go nowhere)
+                        # What the model made is all these texts need (limit 0: it runs for none of them here).
+                        self._embed_rows(self.vault.catalog(refresh=False),
+                                         [p for p in paths if p in self._unembedded], {}, 0, vectors)
+            except LockTimeout:  # taken by another process since: kept for the next turn, not embedded again
+                self._keep_recent(RECENT_VECTORS - len(vectors))
+                self._recent.update(vectors)
             return len(self._unembedded)
+
+    def index_busy(self) -> bool:
+        """Whether another process (or thread) holds the index lock now (a reindex, an import,
+        a first embedding): a background fill then waits rather than run the model for rows
+        it could not store, and the watcher's loop rather than hold the engine's lock (and
+        every request) while it waits for the lock."""
+        lock = self._index_lock()
+        try:
+            lock.acquire(wait=0)
+        except LockTimeout:
+            return True
+        lock.release()
+        return False
 
     @property
     def unembedded(self) -> int:
@@ -632,15 +680,18 @@ class RecallEngine:
 
         `include_hidden`: True for every status, "history" to add superseded
         notes (what was believed before). `sync=False` skips the freshness
-        check: for a caller that keeps the engine current itself (the watcher).
+        check (but indexes notes still pending, `_catch_up`): for a caller that
+        keeps the engine current itself (the watcher).
         `min_score`: the relevance a hit needs (None: the vault's `recall.min_score`,
         else the model's calibrated floor; 0 keeps every candidate).
         """
         if self.embedder is not None and self.wants_route(query):
             self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:
-            if sync or not self._synced_at or self._unindexed:
+            if sync or not self._synced_at:
                 self.sync()
+            elif self._unindexed:
+                self._catch_up()
             hits = self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
             return self.relevant(query, hits, min_score)
@@ -685,16 +736,20 @@ class RecallEngine:
         return min_agreement or None
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
-                limit: int = 8) -> list[tuple[Note, float | None]]:
+                limit: int = 8, sync: bool = True) -> list[tuple[Note, float | None]]:
         """Visible notes of exactly `namespace` closest to `text`, for `add`.
 
         The `limit` nearest by the model (lexical candidates when it is
         unavailable), each with its similarity to `text` on the model's own
         scale: 0 at its `min_similarity` (unrelated), 1 for the same text; None
-        when the model is unavailable.
+        when the model is unavailable. `sync=False`: the watcher's request, which
+        waits for no other process's index writes (`_catch_up`).
         """
         with self._lock:
-            self.sync(lexical=False)
+            if sync:
+                self.sync(lexical=False)
+            else:
+                self._catch_up(lexical=False)
             lexical: list[str] = []
             if self.vectors is None:
                 # Without the model, words are all there is. With it, the nearest texts of the
@@ -702,7 +757,8 @@ class RecallEngine:
                 # similarity), and a BM25 query of a whole sentence visits most of the vault.
                 lexical = [path for path, _s, _c in self.bm25.search(
                     text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)]
-                lexical += _word_matches(text, self._unindexed, namespace, kind, limit, self._terms)
+                lexical += [path for path, _share in
+                            _word_matches(text, self._unindexed, _exactly_in(namespace, kind), limit, self._terms)]
             cosines: dict[str, float] = {}
             if self.vectors is not None:
                 vector = self.embed_passage(text)
@@ -730,7 +786,8 @@ class RecallEngine:
         waiting = [path for path, _s, _c in self.bm25.search(text, limit=4 * limit, namespace=namespace, kind=kind,
                                                              statuses=VISIBLE_STATUSES) if path in self._unembedded]
         pending = {path: note for path, note in self._unindexed.items() if path in self._unembedded}
-        waiting += _word_matches(text, pending, namespace, kind, limit, self._terms)
+        waiting += [path for path, _share in
+                    _word_matches(text, pending, _exactly_in(namespace, kind), limit, self._terms)]
         notes = self.vault.catalog(refresh=False).at(list(dict.fromkeys(waiting))[:limit])
         if not notes:
             return {}
@@ -745,6 +802,8 @@ class RecallEngine:
         statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
         lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
+        if self._unindexed:  # another process held the index lock (`_catch_up`): these are matched by hand
+            lexical_paths = self._with_unindexed(lexical_paths, query, limit, namespace, kind, statuses)
         cosines: dict[str, float] = {}
         floor = 0.0
         # A query that does not look English is answered by the cross-lingual model, over its
@@ -783,6 +842,27 @@ class RecallEngine:
                     signals["model_coverage"] = [coverage.covered, coverage.notes]
             hits.append(Hit(note, score, label(note, now, self.vault.config), signals))
         return hits
+
+    def _with_unindexed(self, lexical: list[tuple[str, float, float]], query: str, limit: int,
+                        namespace: str | None, kind: str | None, statuses) -> list[tuple[str, float, float]]:
+        """BM25's matches and the notes it does not hold yet that share the query's words, those
+        ranked by the share they hold (coverage) as if BM25 scored them level with its best
+        match: a note written while another process writes the indexes is found by its words."""
+        def wanted(note: Note) -> bool:
+            return in_namespace(note.namespace, namespace) and not (kind and note.type != kind) \
+                and (statuses is None or note.status in statuses)
+
+        top = max((score for _p, score, _c in lexical), default=1.0)
+        matches = [(path, top * share, share)
+                   for path, share in _word_matches(query, self._unindexed, wanted, limit, self._terms)]
+        if not matches:
+            return lexical
+        pending = {path for path, _s, _c in matches}
+        merged = [item for item in lexical if item[0] not in pending]  # (an older text of it, still indexed)
+        for match in matches:  # BM25's own order kept
+            at = next((i for i, item in enumerate(merged) if item[1] * item[2] < match[1] * match[2]), len(merged))
+            merged.insert(at, match)
+        return merged[:limit]
 
     def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf"), store=None,
                  field: str = MODEL_ROW) -> dict[str, float]:
@@ -975,10 +1055,11 @@ def _status_allowed(status: str, include_hidden) -> bool:
     return include_hidden is True or (include_hidden == "history" and status == "superseded")
 
 
-def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str | None, limit: int,
-                  cache: dict) -> list[str]:
-    """Notes not yet in the BM25 index that share words with `text`, most shared first
-    (`cache`: path -> (note, its words), so each note is analysed once)."""
+def _word_matches(text: str, notes: dict[str, Note], wanted: Callable[[Note], bool], limit: int,
+                  cache: dict) -> list[tuple[str, float]]:
+    """Notes not yet in the BM25 index (of those `wanted`) that share words with `text`, most
+    shared first, with the share of the text's words each holds (`cache`: path -> (note, its
+    words), so each note is analysed once)."""
     if not notes:
         return []
     from vaultmem.search.bm25 import _query_analyzer
@@ -987,7 +1068,7 @@ def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str |
     words = {t.text for t in analyzer(text)}
     scored = []
     for path, note in notes.items():
-        if note.namespace != namespace or note.is_hidden or (kind and note.type != kind):
+        if not wanted(note):
             continue
         cached = cache.get(path)
         if cached is None or cached[0] is not note:
@@ -997,7 +1078,12 @@ def _word_matches(text: str, notes: dict[str, Note], namespace: str, kind: str |
         shared = len(words & cached[1])
         if shared:
             scored.append((-shared, path))
-    return [path for _s, path in sorted(scored)[:limit]]
+    return [(path, -shared / len(words)) for shared, path in sorted(scored)[:limit]]
+
+
+def _exactly_in(namespace: str, kind: str | None) -> Callable[[Note], bool]:
+    """An add's candidates: visible notes of exactly `namespace` (and `kind`)."""
+    return lambda note: note.namespace == namespace and not note.is_hidden and not (kind and note.type != kind)
 
 
 def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTEXT_WEIGHT,

@@ -112,7 +112,7 @@ def request_handler(engine):
             return {"ok": True, "vault": str(engine.vault.root)}
         if op == "similar":
             pairs = engine.similar(request.get("text", ""), request.get("namespace", ""), request.get("kind"),
-                                   int(request.get("limit") or 8))
+                                   int(request.get("limit") or 8), sync=False)
             return {"ok": True, "similar": [[note.id, cosine] for note, cosine in pairs]}
         if op in WRITE_OPS:
             return handle_write(engine.vault, request)
@@ -173,18 +173,24 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             now = time.monotonic()
             if batch is not None:
                 paths, rescan = batch
+                # Another process writing the indexes at length (a reindex, a big import): the notes
+                # go into the view (found by their words) without waiting, holding the engine, for it.
+                wait = 0 if engine.index_busy() else APPLY_LOCK_WAIT
                 try:
-                    result = engine.sync(full=True) if rescan else engine.apply(paths, lock_wait=APPLY_LOCK_WAIT)
-                except LockTimeout:  # another process writes the indexes at length (a reindex, a big import)
-                    collector.record(paths)  # again after DEBOUNCE
+                    result = engine.sync(full=True, lock_wait=wait) if rescan else engine.apply(paths, lock_wait=wait)
+                except LockTimeout:
+                    collector.record(paths, rescan)  # again after DEBOUNCE
                     continue
                 if not rescan:
                     result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
                 if on_update:
                     on_update("rescan" if rescan else "update", result)
             elif now - last_scan > RESCAN_EVERY:
-                engine.sync(full=True)
-                last_scan = now
+                try:
+                    engine.sync(full=True, lock_wait=APPLY_LOCK_WAIT)
+                    last_scan = now
+                except LockTimeout:  # (as above) the next turn tries again
+                    pass
             elif now - last_cache_check > CACHE_CHECK_EVERY:
                 last_cache_check = now
                 if engine.follow_replaced_caches() == REOPENED and on_update:  # a reindex elsewhere, done
