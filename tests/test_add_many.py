@@ -86,6 +86,27 @@ def test_a_note_contested_by_several_adds_of_one_batch_ends_as_one_by_one(tmp_pa
     run("verify", "--strict")  # every file as its last record says
 
 
+@pytest.mark.real_model
+def test_a_note_links_the_newest_memories_contested_with_it_and_the_ledger_keeps_all(vault_dir, run,
+                                                                                    monkeypatch):
+    from vaultmem.ops import corrections
+
+    monkeypatch.setattr(corrections, "CONTESTED_KEPT", 3)  # (8 by default)
+    vault = Vault(vault_dir)
+    days = ("second Tuesday", "Thursday", "first Monday", "third Friday at noon", "last Wednesday", "Monday at 9")
+    results = vault.add_many([{"text": f"Our release train ships every {day}", "namespace": "work"} for day in days])
+    first = results[0].note
+    contesters = [r.note for r in results if first.id in r.contested]
+    assert len(contesters) == 5  # every later add contested the first memory
+    now = vault.get(first.id)
+    assert now.contested and now.contested_with == tuple(n.link for n in contesters[-3:])  # the newest three
+    assert all(len(n.contested_with) <= 3 for n in vault.notes(include_hidden=True))
+    records = [json.loads(line) for line in (vault.state_dir / "ledger.jsonl").read_text().splitlines()]
+    assert [r["detail"]["with"] for r in records if r["op"] == "contest" and r["id"] == first.id] \
+        == [n.id for n in contesters]  # every contest on record, in order
+    run("verify", "--strict")
+
+
 def test_a_bulk_add_is_on_the_ledger_and_in_both_indexes(run, vault_dir):
     vault = Vault(vault_dir)
     texts = [f"Host node{i:02d} runs in rack {i % 4} of the Lisbon datacenter" for i in range(40)]

@@ -411,7 +411,8 @@ class Vault:
             if superseded:
                 note = replace(note, supersedes=superseded[0].note.link)
             if contested:
-                note = replace(note, contested=True, contested_with=tuple(i.note.link for i in contested))
+                note = replace(note, contested=True,  # the closest, as many as an older note keeps
+                               contested_with=tuple(i.note.link for i in contested)[:corrections.CONTESTED_KEPT])
             with catalog.transaction():  # the note's catalog row and its ledger record: one commit
                 note, text_out = self._create(note, f"{folder}/{namespace}",
                                               slugify(title or body_text.splitlines()[0]))

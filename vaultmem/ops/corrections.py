@@ -97,11 +97,18 @@ def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:
     return after
 
 
+# A note links to at most this many memories contested with it (at its add the closest, later the
+# newest); the ledger keeps a record of every contest. Unbounded, a fact restated often carried dozens of links in its Properties view
+# (52-60 in a 10k bulk import), each new contest rewriting the whole list.
+CONTESTED_KEPT = 8
+
+
 def contest_change(newer: list[Note], now: datetime) -> Callable[[Note], dict]:
-    """The change that marks a note contested with each of `newer` (links kept once, in order)."""
+    """The change that marks a note contested with each of `newer` (links kept once, in order,
+    the newest CONTESTED_KEPT of them)."""
     def change(n: Note) -> dict:
         links = tuple(dict.fromkeys([*n.contested_with, *(note.link for note in newer)]))
-        return {"contested": True, "contested_with": links, "updated": now}
+        return {"contested": True, "contested_with": links[-CONTESTED_KEPT:], "updated": now}
 
     return change
 
