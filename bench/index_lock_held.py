@@ -48,13 +48,14 @@ FOUND_WITHIN = 10.0  # seconds a hand note is asked for before it counts as not 
 
 
 def one_run(seed: int, holds: int, code: Path | None, work: Path) -> dict[str, list]:
-    """{op: [(seconds, right)]} for one watcher and `holds` holds of the index lock."""
+    """{op: [(seconds, right)]} for one watcher and `holds` holds of the index lock, on a vault
+    of its own (each arm of a run makes the same notes)."""
     env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off")
     env.pop("VAULTMEM_VAULT", None)
     if code is not None:
         env["PYTHONPATH"] = str(code)
     rng = random.Random(seed)
-    vault = work / f"vault-{seed}"
+    vault = Path(tempfile.mkdtemp(prefix=f"vault-{seed}-", dir=work))
     subprocess.run([sys.executable, "-m", "vaultmem", "init", str(vault)], env=env, cwd=work, check=True,
                    capture_output=True)
     known = {}
