@@ -12,7 +12,7 @@ first hit is the memory asked about; the add added; the grade graded).
     python bench/index_lock_held.py --before 85a748f   # the same, alternating with that commit
 
 `--before REV` runs every other run on a `git archive` of REV (bench/reindex_live.py's
-`checkout`). The stand-in embedder keeps the model out of the timing. Prints one markdown table.
+`alternating`). The stand-in embedder keeps the model out of the timing. Prints one markdown table.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from recall_perf import machine_facts, pct  # noqa: E402
-from reindex_live import checkout  # noqa: E402
+from reindex_live import alternating  # noqa: E402
 
 from vaultmem.service.client import ask  # noqa: E402
 
@@ -124,15 +124,11 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vm-ilh-"))
     try:
-        arms = {"after (this checkout)": None}
-        if args.before:
-            arms = {f"before ({args.before})": checkout(args.before, work), **arms}
-        totals = {arm: collections.defaultdict(list) for arm in arms}
-        for run in range(args.runs):
-            for arm, code in arms.items():
-                for op, values in one_run(args.seed + run, args.holds, code, work).items():
-                    totals[arm][op].extend(values)
-                print(f"run {run + 1}/{args.runs} {arm}: done", file=sys.stderr, flush=True)
+        totals = collections.defaultdict(lambda: collections.defaultdict(list))
+        for run, arm, code in alternating(args.runs, args.before, work, "after (this checkout)"):
+            for op, values in one_run(args.seed + run, args.holds, code, work).items():
+                totals[arm][op].extend(values)
+            print(f"run {run + 1}/{args.runs} {arm}: done", file=sys.stderr, flush=True)
         print(f"# bench/index_lock_held.py: {args.runs} runs x {args.holds} holds of the index lock (0.5-4 s)\n")
         for line in machine_facts():
             print(line)

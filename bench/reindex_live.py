@@ -45,6 +45,17 @@ def checkout(rev: str, into: Path) -> Path:
     return folder
 
 
+def alternating(runs: int, before: str | None, work: Path, after: str = "this checkout"):
+    """(run, arm, code folder or None) for `runs` runs of each arm, taking turns: a `git archive`
+    of `before` first (when asked), then this checkout, so load on the machine falls on both."""
+    arms = {after: None}
+    if before:
+        arms = {f"before ({before})": checkout(before, work), **arms}
+    for run in range(runs):
+        for arm, code in arms.items():
+            yield run, arm, code
+
+
 def one_run(seed: int, reindexes: int, code: Path | None, work: Path) -> collections.Counter:
     env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off")
     env.pop("VAULTMEM_VAULT", None)
@@ -116,13 +127,9 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     work = Path(tempfile.mkdtemp(prefix="vaultmem-reindex-live-"))
     try:
-        arms = {"this checkout": None}
-        if args.before:
-            arms = {f"before ({args.before})": checkout(args.before, work), **arms}
-        totals = {arm: collections.Counter() for arm in arms}
-        for run in range(args.runs):
-            for arm, code in arms.items():
-                totals[arm] += one_run(args.seed + run, args.reindexes, code, work)
+        totals = collections.defaultdict(collections.Counter)
+        for run, arm, code in alternating(args.runs, args.before, work):
+            totals[arm] += one_run(args.seed + run, args.reindexes, code, work)
         print(f"`python bench/reindex_live.py --runs {args.runs} --reindexes {args.reindexes}"
               + (f" --before {args.before}`" if args.before else "`")
               + f" on {platform.node()}, {os.cpu_count()} cores, load average at the end"

@@ -98,8 +98,9 @@ def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:
 
 
 # A note links to at most this many memories contested with it (at its add the closest, later the
-# newest); the ledger keeps a record of every contest. Unbounded, a fact restated often carried dozens of links in its Properties view
-# (52-60 in a 10k bulk import), each new contest rewriting the whole list.
+# newest); the ledger keeps a record of every contest. Unbounded, a fact restated often carried
+# dozens of links in its Properties view (52-60 in a 10k bulk import), each new contest rewriting
+# the whole list.
 CONTESTED_KEPT = 8
 
 
