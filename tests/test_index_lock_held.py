@@ -64,3 +64,29 @@ def test_a_watcher_answers_at_once_while_another_process_holds_the_index_lock(ru
     run("reindex")
     for note_id, word in words:  # the same answers as indexes built from the files alone
         assert served_ids(vault_dir, word)[0] == note_id
+
+
+def test_the_mcp_server_answers_at_once_while_another_process_holds_the_index_lock(run, vault_dir, tmp_path):
+    from .test_mcp import run_session
+
+    teal = run.json("add", "Deploys go out through the teal pipeline", "-n", "work")
+
+    async def body(session):
+        async def call(name: str, **arguments) -> tuple[dict, float]:
+            started = time.monotonic()
+            result = await session.call_tool(name, arguments)
+            assert not result.is_error, result
+            return result.structured_content, time.monotonic() - started
+
+        warm, _took = await call("recall", query="teal pipeline")  # the server's first sync, unhurried
+        assert [h["id"] for h in warm["hits"]] == [teal["id"]]
+        with lock_held(vault_dir, 3.0, "index.lock"):
+            note_id, word = hand_note(vault_dir, 0)
+            found, took = await call("recall", query=word)
+            assert took < ANSWER_WITHIN and [h["id"] for h in found["hits"]][:1] == [note_id]  # by its words
+            added, took = await call("add", text="The wombat ledger closes on Fridays", namespace="work")
+            assert took < ANSWER_WITHIN and added["action"] == "added"
+            again, took = await call("add", text="The wombat ledger closes on Fridays", namespace="work")
+            assert took < ANSWER_WITHIN and again["action"] == "recurrence"
+
+    run_session(vault_dir, tmp_path, body)

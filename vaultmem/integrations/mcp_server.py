@@ -189,7 +189,9 @@ class VaultTools:
     def engine(self):
         from vaultmem.search.engine import engine_for
 
-        return engine_for(self.vault)
+        engine = engine_for(self.vault)
+        engine.serving = True  # a tool call never waits for another process's index writes
+        return engine
 
     def warm_up(self) -> None:
         """Load the model and indexes now, so the first recall is not the slow one. Fails open."""
@@ -448,6 +450,7 @@ def serve(vault_path=None, warm: bool = True) -> None:
 
     vault = Vault.open(vault_path)
     server, tools = build_server(vault)
+    tools.engine()  # (serving from the first tool call on)
     if warm:
         threading.Thread(target=tools.warm_up, name="vaultmem-warm-up", daemon=True).start()
     try:

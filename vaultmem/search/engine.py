@@ -179,6 +179,9 @@ class RecallEngine:
         self.embed_limit = embed_limit
         # Told (done, total) as a sync runs the model over many texts: the CLI's progress line.
         self.progress: Callable[[int, int], None] | None = None
+        # A long-lived process answering requests (the watcher, the MCP server): its requests
+        # never wait for another process's index writes (`_catch_up`).
+        self.serving = False
         # Notes per BM25 commit when many are pending (None: one commit). A hook is stopped at its
         # budget: committed in chunks, a vault's first index is built over several prompts instead
         # of lost each time. Not by default: the chunks' segments and their merge cost ~1.7x the CPU.
@@ -355,13 +358,13 @@ class RecallEngine:
             return self._follow(catalog, rebuild, lexical, lock_wait)
 
     def _catch_up(self, lexical: bool = True) -> None:
-        """The freshness check of a request the watcher answers (its loop keeps the engine
-        current): in step with the files unless another process writes the indexes right now
-        (a reindex, an import, another process's first embedding), and then without waiting
-        for it: the view already holds the notes changed since, found by their words (matched
-        by hand, `_unindexed`, `_unembedded`) until the loop, which tries again, indexes them.
-        Waiting would hold the engine's lock, and every request with it, for as long as that
-        process holds the index lock: minutes for a reindex of a big vault."""
+        """The freshness check of a request a long-lived process serves (`serving`): in step
+        with the files unless another process writes the indexes right now (an import, another
+        process's first embedding), and then without waiting for it: the view already holds the
+        notes changed since, found by their words (matched by hand, `_unindexed`, `_unembedded`)
+        until a later sync (the watcher's loop, the next request) indexes them. Waiting would
+        hold the engine's lock, and every request with it, for as long as that process holds
+        the index lock: minutes for a big import."""
         try:
             self.sync(lexical=lexical, lock_wait=0)
         except LockTimeout:
@@ -668,7 +671,10 @@ class RecallEngine:
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
         with self._lock:
-            self.sync()
+            if self.serving:  # (a request waits for this lock meanwhile)
+                self._catch_up()
+            else:
+                self.sync()
             self._search("warm up", 1, None, None, False, clock.now())
 
     # ------------------------------------------------------------ search
@@ -680,17 +686,17 @@ class RecallEngine:
 
         `include_hidden`: True for every status, "history" to add superseded
         notes (what was believed before). `sync=False` skips the freshness
-        check (but indexes notes still pending, `_catch_up`): for a caller that
-        keeps the engine current itself (the watcher).
+        check (but indexes notes still pending): for a caller that keeps the
+        engine current itself (the watcher).
         `min_score`: the relevance a hit needs (None: the vault's `recall.min_score`,
         else the model's calibrated floor; 0 keeps every candidate).
         """
         if self.embedder is not None and self.wants_route(query):
             self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:
-            if sync or not self._synced_at:
+            if (sync or not self._synced_at) and not self.serving:
                 self.sync()
-            elif self._unindexed:
+            elif sync or not self._synced_at or self._unindexed:
                 self._catch_up()
             hits = self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
@@ -736,20 +742,19 @@ class RecallEngine:
         return min_agreement or None
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
-                limit: int = 8, sync: bool = True) -> list[tuple[Note, float | None]]:
+                limit: int = 8) -> list[tuple[Note, float | None]]:
         """Visible notes of exactly `namespace` closest to `text`, for `add`.
 
         The `limit` nearest by the model (lexical candidates when it is
         unavailable), each with its similarity to `text` on the model's own
         scale: 0 at its `min_similarity` (unrelated), 1 for the same text; None
-        when the model is unavailable. `sync=False`: the watcher's request, which
-        waits for no other process's index writes (`_catch_up`).
+        when the model is unavailable.
         """
         with self._lock:
-            if sync:
-                self.sync(lexical=False)
-            else:
+            if self.serving:
                 self._catch_up(lexical=False)
+            else:
+                self.sync(lexical=False)
             lexical: list[str] = []
             if self.vectors is None:
                 # Without the model, words are all there is. With it, the nearest texts of the

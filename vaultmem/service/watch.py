@@ -112,7 +112,7 @@ def request_handler(engine):
             return {"ok": True, "vault": str(engine.vault.root)}
         if op == "similar":
             pairs = engine.similar(request.get("text", ""), request.get("namespace", ""), request.get("kind"),
-                                   int(request.get("limit") or 8), sync=False)
+                                   int(request.get("limit") or 8))
             return {"ok": True, "similar": [[note.id, cosine] for note, cosine in pairs]}
         if op in WRITE_OPS:
             return handle_write(engine.vault, request)
@@ -148,6 +148,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     # index, a checkout's folders): harmless, it watches the new one.
     warnings.filterwarnings("ignore", message="Callback with id .* already exists", category=RuntimeWarning)
     collector = ChangeCollector(str(engine.vault.root))
+    engine.serving = True  # requests never wait for another process's index writes
 
     class Handler(FileSystemEventHandler):
         def on_any_event(self, event):
