@@ -9,6 +9,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -202,3 +203,38 @@ def test_a_deletion_seen_first_by_the_ledger_scan_still_leaves_the_indexes(vault
     engine.vault.record_external_edits([note.path])  # the previous batch's step, after its apply
     engine.apply([note.path])  # then the deletion's own event batch
     assert engine.recall("llama parade", sync=False) == []
+
+
+def test_a_turn_of_the_loop_that_fails_is_logged_and_the_watcher_goes_on_following_the_vault(vault, capsys,
+                                                                                           monkeypatch):
+    """An unexpected error in the loop (a full disk, a bug) used to end its thread silently: the
+    watcher went on serving, with answers that never again saw an edit."""
+    from vaultmem.search.engine import engine_for
+    from vaultmem.service import watch
+
+    monkeypatch.setattr(watch, "RETRY_AFTER", 0.2, raising=False)
+    engine = engine_for(vault)
+    failures = []
+    real_apply = engine.apply
+
+    def apply_failing_once(paths, lock_wait=None):
+        if not failures:
+            failures.append(paths)
+            raise OSError(28, "No space left on device")
+        return real_apply(paths, lock_wait)
+
+    monkeypatch.setattr(engine, "apply", apply_failing_once)
+    stop = threading.Event()
+    thread = threading.Thread(target=watch.run_watcher, args=(engine, stop), daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: engine._synced_at > 0)  # the first scan is done
+        path = vault.root / "memories" / "misc" / "yak.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("---\nid: yak00001\n---\nThe yak shaving checklist lives in the wiki.\n")
+        wait_until(lambda: [h.note.id for h in engine.recall("yak shaving", sync=False)] == ["yak00001"])
+        assert failures and thread.is_alive()
+        assert "could not follow the vault's changes" in capsys.readouterr().out
+    finally:
+        stop.set()
+        thread.join(timeout=10)

@@ -91,7 +91,9 @@ def serve(vault_root: str, handle, ready=None, stop_event=None, log=None) -> Non
     try:
         if ready:
             ready(path)
-        (stop_event or threading.Event()).wait()
+        stop_event = stop_event or threading.Event()
+        while not stop_event.wait(1.0):  # (a timed wait: the main thread runs a signal's handler within 1 s)
+            pass
     finally:
         loop.stop()
         thread.join(timeout=5)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import traceback
 import warnings
 
 from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
@@ -27,6 +28,8 @@ IDLE_POLL = 0.05  # how often an idle loop looks at the stop flag and the rescan
 # How long applying an edit waits for another process's index writes before trying again later:
 # meanwhile the engine is free for requests (a reindex holds the index lock for minutes).
 APPLY_LOCK_WAIT = 0.5
+# After a turn of the loop failed (logged): the pause before it tries again, with a full check.
+RETRY_AFTER = 10.0
 CACHE_CHECK_EVERY = 1.0  # how often it checks that its caches are still those on disk (a reindex elsewhere)
 
 
@@ -140,9 +143,7 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 
-    from vaultmem.search.engine import REOPENED
     from vaultmem.service.backfill import give_back_memory, start_background_fill
-    from vaultmem.store.lock import LockTimeout
 
     # watchdog warns when a folder it watches is deleted and made again (a reindex's .vaultmem/
     # index, a checkout's folders): harmless, it watches the new one.
@@ -165,37 +166,18 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
         if on_update:
             on_update("scan", result)
         fill = start_background_fill(engine, log=lambda text: print(text, flush=True))
-        last_scan = last_cache_check = time.monotonic()
+        clocks = {"scan": time.monotonic(), "cache check": time.monotonic()}
         while not stop_event.is_set():
             due = collector.due_in()
             collector.wake.wait(timeout=IDLE_POLL if due is None else due)
             collector.wake.clear()
-            batch = collector.take_when_settled()
-            now = time.monotonic()
-            if batch is not None:
-                paths, rescan = batch
-                # Another process writing the indexes at length (a reindex, a big import): the notes
-                # go into the view (found by their words) without waiting, holding the engine, for it.
-                wait = 0 if engine.index_busy() else APPLY_LOCK_WAIT
-                try:
-                    result = engine.sync(full=True, lock_wait=wait) if rescan else engine.apply(paths, lock_wait=wait)
-                except LockTimeout:
-                    collector.record(paths, rescan)  # again after DEBOUNCE
-                    continue
-                if not rescan:
-                    result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
-                if on_update:
-                    on_update("rescan" if rescan else "update", result)
-            elif now - last_scan > RESCAN_EVERY:
-                try:
-                    engine.sync(full=True, lock_wait=APPLY_LOCK_WAIT)
-                    last_scan = now
-                except LockTimeout:  # (as above) the next turn tries again
-                    pass
-            elif now - last_cache_check > CACHE_CHECK_EVERY:
-                last_cache_check = now
-                if engine.follow_replaced_caches() == REOPENED and on_update:  # a reindex elsewhere, done
-                    on_update("reopened", engine.reopened)
+            try:
+                _turn(engine, collector, clocks, on_update)
+            except Exception:  # noqa: BLE001 - ended here, the watcher would serve stale answers from now on
+                print(f"vaultmem watch: could not follow the vault's changes; a full check in {RETRY_AFTER:.0f} s:\n"
+                      + traceback.format_exc().rstrip(), flush=True)
+                collector.record(rescan=True)
+                stop_event.wait(RETRY_AFTER)
             if engine.unembedded:  # a sync (here or a request's) left more than it embeds: a big pull
                 fill.request()
     finally:
@@ -203,6 +185,40 @@ def run_watcher(engine, stop_event: threading.Event, on_update=None) -> None:
             fill.stop()
         observer.stop()
         observer.join(timeout=5)
+
+
+def _turn(engine, collector: ChangeCollector, clocks: dict, on_update) -> None:
+    """One turn of the watcher's loop: apply the edits that settled, else a full check every
+    RESCAN_EVERY, else a look for caches a reindex elsewhere made anew."""
+    from vaultmem.search.engine import REOPENED
+    from vaultmem.store.lock import LockTimeout
+
+    batch = collector.take_when_settled()
+    now = time.monotonic()
+    if batch is not None:
+        paths, rescan = batch
+        # Another process writing the indexes at length (a reindex, a big import): the notes
+        # go into the view (found by their words) without waiting, holding the engine, for it.
+        wait = 0 if engine.index_busy() else APPLY_LOCK_WAIT
+        try:
+            result = engine.sync(full=True, lock_wait=wait) if rescan else engine.apply(paths, lock_wait=wait)
+        except LockTimeout:
+            collector.record(paths, rescan)  # again after DEBOUNCE
+            return
+        if not rescan:
+            result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
+        if on_update:
+            on_update("rescan" if rescan else "update", result)
+    elif now - clocks["scan"] > RESCAN_EVERY:
+        try:
+            engine.sync(full=True, lock_wait=APPLY_LOCK_WAIT)
+            clocks["scan"] = now
+        except LockTimeout:  # (as above) the next turn tries again
+            pass
+    elif now - clocks["cache check"] > CACHE_CHECK_EVERY:
+        clocks["cache check"] = now
+        if engine.follow_replaced_caches() == REOPENED and on_update:  # a reindex elsewhere, done
+            on_update("reopened", engine.reopened)
 
 
 def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
