@@ -155,7 +155,6 @@ class CrossLingualRows:
     def _batch(self) -> int | None:
         """Give the next FILL_BATCH notes lacking a row theirs; None when none lacks one."""
         from vaultmem.errors import LockTimeout
-        from vaultmem.search.engine import REBUILD_POLL, STORE_LOCK_WAIT
         from vaultmem.search.passages import embed_text
         from vaultmem.search.vectors import embed_texts
 
@@ -177,12 +176,12 @@ class CrossLingualRows:
                 store, model = engine.crosslingual_vectors, engine.crosslingual
                 wanted = store.unstored(text for _digest, text in work.values())
         if busy:
-            time.sleep(REBUILD_POLL)
+            engine.pause_for_index()
             return 0
         vectors = embed_texts(model, wanted)  # the slow part, without the engine's lock
         with engine._lock:
             try:
-                with engine._writing_indexes(STORE_LOCK_WAIT) as ours:
+                with engine.storing() as ours:
                     if not ours or engine.crosslingual_vectors is not store:
                         return len(vectors)  # a reindex elsewhere made the caches anew: these rows go nowhere
                     rows, _embedded = store.update(work, [], model, vectors)

@@ -527,12 +527,12 @@ class RecallEngine:
                 paths = None
         if paths is None:
             if busy:  # the caller asks again; once reopened (or let go), the caches say what is left
-                time.sleep(REBUILD_POLL)
+                self.pause_for_index()
             return len(self._unembedded)
         vectors = {**known, **embed_texts(self.embedder, {d: t for d, t in wanted.items() if d not in known})}
         with self._lock:
             try:
-                with self._writing_indexes(STORE_LOCK_WAIT) as current:
+                with self.storing() as current:
                     if current:  # (else made anew meanwhile, by a reindex elsewhere: these rows go nowhere)
                         # What the model made is all these texts need (limit 0: it runs for none of them here).
                         self._embed_rows(self.vault.catalog(refresh=False),
@@ -541,6 +541,16 @@ class RecallEngine:
                 self._keep_recent(RECENT_VECTORS - len(vectors))
                 self._recent.update(vectors)
             return len(self._unembedded)
+
+    def storing(self):
+        """The index lock for a background fill's store, waited for at most STORE_LOCK_WAIT
+        (LockTimeout past it); yields as `_writing_indexes` does."""
+        return self._writing_indexes(STORE_LOCK_WAIT)
+
+    @staticmethod
+    def pause_for_index() -> None:
+        """A background fill's pause while another process writes the indexes or makes them anew."""
+        time.sleep(REBUILD_POLL)
 
     def index_busy(self) -> bool:
         """Whether another process (or thread) holds the index lock now (a reindex, an import,
