@@ -193,7 +193,7 @@ def test_a_program_opening_an_old_file_while_it_is_checked_does_not_kill_vaultme
     assert openers and openers[0].communicate(timeout=30)[0] == "the old text\n\n"
 
 
-def test_decay_deletes_the_temp_files_a_crash_left_and_nothing_else(vault_dir, monkeypatch):
+def test_decay_deletes_the_temp_files_a_crash_left_and_nothing_else(vault_dir, monkeypatch, run):
     notes = _notes(vault_dir, 3)
     folder = next(iter(notes.values())).parent
     crashed = folder / f".{next(iter(notes.values())).name}.dead1234{files.TEMP_SUFFIX}"
@@ -205,6 +205,10 @@ def test_decay_deletes_the_temp_files_a_crash_left_and_nothing_else(vault_dir, m
     persons = folder / ".my-private-draft.md"
     persons.write_text("a person's hidden file")
     os.utime(persons, (an_hour_ago, an_hour_ago))
+    assert run.json("health")["leftover_temps"] == [crashed.relative_to(vault_dir).as_posix()]  # health says so
+    text = run("health").stdout
+    assert "leftover temp files: 1, left by writes that never finished" in text and crashed.name in text
     _decay(vault_dir, monkeypatch, 20)
     assert not crashed.exists()
+    assert run.json("health")["leftover_temps"] == []
     assert being_written.exists() and persons.exists()

@@ -538,7 +538,7 @@ def health(out, vault_path):
     from vaultmem.core.health import health_report
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.client import watcher_status
-    from vaultmem.store.files import kept_aside
+    from vaultmem.store.files import kept_aside, leftover_temps
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
@@ -551,6 +551,7 @@ def health(out, vault_path):
     report["recall"] = status
     report["write_lock"] = ledger_check.get("write_lock")
     report["watcher"] = watcher = watcher_status(str(vault.root))
+    report["leftover_temps"] = temps = [path.relative_to(vault.root).as_posix() for path in leftover_temps(vault.root)]
     lines = [f"vault: {vault.root}", f"notes: {report['notes']}",
              "status: " + ", ".join(f"{k} {v}" for k, v in report["by_status"].items()),
              "tier: " + ", ".join(f"{k} {v}" for k, v in report["by_tier"].items()),
@@ -590,6 +591,9 @@ def health(out, vault_path):
                      "were read without it")
     else:
         lines.append("write lock: free")
+    if temps:
+        lines.append(f"leftover temp files: {len(temps)}, left by writes that never finished (each note holds its "
+                     f"old or new text, whole; the next `vaultmem decay` deletes them), e.g. {temps[0]}")
     if report["problems"]:
         lines.append(f"problems: {len(report['problems'])}")
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]

@@ -205,20 +205,31 @@ def kept_aside(root: Path) -> list[tuple[str, str]]:
     return sorted(found)
 
 
-def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int:
-    """Delete the temp files an interrupted write left beside notes (a crash between writing a
-    new text and putting it in place, or a decay's spare old files): hidden, named by
-    vaultmem, and older than any write takes. Their notes hold the old or the new text,
-    whole; nothing in them is needed. The caller holds the vault's write lock. Returns how many."""
-    removed = 0
+def leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> list[Path]:
+    """The temp files an interrupted write left beside notes (a crash between writing a new
+    text and putting it in place, or a decay's spare old files): hidden, named by vaultmem,
+    regular, and older than any write takes. Their notes hold the old or the new text, whole;
+    nothing in them is needed."""
+    found = []
     cutoff = time.time() - older_than
     for folder, name in _hidden_files(root, lambda name: name.endswith(TEMP_SUFFIX)):
         path = Path(folder, name)
         try:
             info = path.lstat()
-            if info.st_mtime < cutoff and stat.S_ISREG(info.st_mode):
-                path.unlink()
-                removed += 1
+        except OSError:
+            continue
+        if info.st_mtime < cutoff and stat.S_ISREG(info.st_mode):
+            found.append(path)
+    return found
+
+
+def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int:
+    """Delete `leftover_temps`. The caller holds the vault's write lock. Returns how many."""
+    removed = 0
+    for path in leftover_temps(root, older_than):
+        try:
+            path.unlink()
+            removed += 1
         except OSError:
             continue
     return removed
