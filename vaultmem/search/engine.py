@@ -358,13 +358,16 @@ class RecallEngine:
             return self._follow(catalog, rebuild, lexical, lock_wait)
 
     def _catch_up(self, lexical: bool = True) -> None:
-        """The freshness check of a request a long-lived process serves (`serving`): in step
-        with the files unless another process writes the indexes right now (an import, another
-        process's first embedding), and then without waiting for it: the view already holds the
-        notes changed since, found by their words (matched by hand, `_unindexed`, `_unembedded`)
-        until a later sync (the watcher's loop, the next request) indexes them. Waiting would
-        hold the engine's lock, and every request with it, for as long as that process holds
-        the index lock: minutes for a big import."""
+        """A request's freshness check: a sync. For an engine `serving` a long-lived process, in
+        step with the files unless another process writes the indexes right now (an import,
+        another process's first embedding), and then without waiting for it: the view already
+        holds the notes changed since, found by their words (matched by hand, `_unindexed`,
+        `_unembedded`) until a later sync (the watcher's loop, the next request) indexes them.
+        Waiting would hold the engine's lock, and every request with it, for as long as that
+        process holds the index lock: minutes for a big import."""
+        if not self.serving:
+            self.sync(lexical=lexical)
+            return
         try:
             self.sync(lexical=lexical, lock_wait=0)
         except LockTimeout:
@@ -681,10 +684,7 @@ class RecallEngine:
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
         with self._lock:
-            if self.serving:  # (a request waits for this lock meanwhile)
-                self._catch_up()
-            else:
-                self.sync()
+            self._catch_up()  # (serving: a request waits for this lock meanwhile)
             self._search("warm up", 1, None, None, False, clock.now())
 
     # ------------------------------------------------------------ search
@@ -704,9 +704,7 @@ class RecallEngine:
         if self.embedder is not None and self.wants_route(query):
             self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:
-            if (sync or not self._synced_at) and not self.serving:
-                self.sync()
-            elif sync or not self._synced_at or self._unindexed:
+            if sync or not self._synced_at or self._unindexed:
                 self._catch_up()
             hits = self._search(query, top_k or self.vault.config.recall_top_k, namespace, kind, include_hidden,
                                 now or clock.now())
@@ -761,10 +759,7 @@ class RecallEngine:
         when the model is unavailable.
         """
         with self._lock:
-            if self.serving:
-                self._catch_up(lexical=False)
-            else:
-                self.sync(lexical=False)
+            self._catch_up(lexical=False)
             lexical: list[str] = []
             if self.vectors is None:
                 # Without the model, words are all there is. With it, the nearest texts of the

@@ -19,6 +19,7 @@ import time
 import traceback
 import warnings
 
+from vaultmem.errors import LockTimeout
 from vaultmem.store.catalog import NOTE_FOLDERS, is_note_path
 
 DEBOUNCE = 0.15
@@ -191,7 +192,6 @@ def _turn(engine, collector: ChangeCollector, clocks: dict, on_update) -> None:
     """One turn of the watcher's loop: apply the edits that settled, else a full check every
     RESCAN_EVERY, else a look for caches a reindex elsewhere made anew."""
     from vaultmem.search.engine import REOPENED
-    from vaultmem.store.lock import LockTimeout
 
     batch = collector.take_when_settled()
     now = time.monotonic()
