@@ -355,6 +355,16 @@ from vaultmem.search import crosslingual_fill
 from vaultmem.search.engine import RecallEngine
 from vaultmem.vault import Vault
 crosslingual_fill.FILL_BATCH = 2
+one_batch = crosslingual_fill.CrossLingualRows._batch
+
+
+def said(rows):  # each batch stored is a line: the test kills the process between two of them
+    done = one_batch(rows)
+    print("batch", flush=True)
+    return done
+
+
+crosslingual_fill.CrossLingualRows._batch = said
 engine = RecallEngine(Vault(sys.argv[1]))
 engine.sync()
 engine._load_crosslingual()
@@ -372,7 +382,12 @@ def test_a_fill_killed_half_way_leaves_a_store_the_next_fill_completes(filled_la
         child = subprocess.Popen([sys.executable, "-c", FILL_SCRIPT, str(filled_later)], stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
         assert child.stdout.readline() == "filling\n", child.stderr.read()
-        threading.Event().wait(rng.uniform(0, 0.25))
+        # After a random number of the 20 batches, at a random moment in the next: a wait alone
+        # let a fast machine finish the fill before the kill every time.
+        for _batch in range(rng.randint(1, 4)):
+            if child.stdout.readline() != "batch\n":
+                break
+        threading.Event().wait(rng.uniform(0, 0.05))
         child.send_signal(signal.SIGKILL)
         child.wait(30)
         killed += child.returncode == -signal.SIGKILL and "done" not in child.stdout.read()
