@@ -11,6 +11,9 @@ first hit is the memory asked about; the add added; the grade graded).
     python bench/index_lock_held.py                    # 6 runs of 10 holds
     python bench/index_lock_held.py --before 85a748f   # the same, alternating with that commit
 
+`--client cli` sends the same requests as `vaultmem` commands, each a new process, with no
+watcher running (what a hook or a script without a watcher does).
+
 `--before REV` runs every other run on a `git archive` of REV (bench/reindex_live.py's
 `alternating`). The stand-in embedder keeps the model out of the timing. Prints one markdown table.
 """
@@ -47,9 +50,24 @@ OPS = ("recall", "add", "grade", "hand note found")
 FOUND_WITHIN = 10.0  # seconds a hand note is asked for before it counts as not found
 
 
-def one_run(seed: int, holds: int, code: Path | None, work: Path) -> dict[str, list]:
-    """{op: [(seconds, right)]} for one watcher and `holds` holds of the index lock, on a vault
-    of its own (each arm of a run makes the same notes)."""
+def cli_ask(vault: Path, env: dict, work: Path, request: dict) -> dict | None:
+    """`request` (a watcher request: recall, add or grade) run as a `vaultmem` command in a new
+    process; its answer in the watcher's shape."""
+    op, args = request["op"], request.get("args", {})
+    argv = (["recall", request["query"]] if op == "recall" else
+            ["add", "-n", args["namespace"], args["text"]] if op == "add" else
+            ["grade", args["note_id"], args["rating"]])
+    done = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(vault), "--json", *argv], env=env,
+                          cwd=work, capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        return None
+    data = json.loads(done.stdout)
+    return {"ok": True, "hits": data} if op == "recall" else {"ok": True, "data": data}
+
+
+def one_run(seed: int, holds: int, code: Path | None, work: Path, client: str = "watcher") -> dict[str, list]:
+    """{op: [(seconds, right)]} for one watcher (or, `client` "cli", none: a process per request)
+    and `holds` holds of the index lock, on a vault of its own (each arm of a run makes the same notes)."""
     env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off")
     env.pop("VAULTMEM_VAULT", None)
     if code is not None:
@@ -63,15 +81,19 @@ def one_run(seed: int, holds: int, code: Path | None, work: Path) -> dict[str, l
         out = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(vault), "--json", "add", "-n", "work",
                               text], env=env, cwd=work, check=True, capture_output=True, text=True).stdout
         known[text] = json.loads(out)["id"]
-    watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault), "watch"], env=env, cwd=work,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watcher = None
+    if client == "watcher":
+        watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault), "watch"], env=env,
+                                   cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert "serving recall" in watcher.stdout.readline()
+        send = lambda request: ask(str(vault), request, timeout=60.0)  # noqa: E731
+    else:
+        send = lambda request: cli_ask(vault, env, work, request)  # noqa: E731
     results: dict[str, list] = collections.defaultdict(list)
     try:
-        assert "serving recall" in watcher.stdout.readline()
-
         def timed(op: str, request: dict, check) -> dict | None:
             started = time.monotonic()
-            answer = ask(str(vault), request, timeout=60.0)
+            answer = send(request)
             results[op].append((time.monotonic() - started, bool(answer and answer.get("ok") and check(answer))))
             return answer
 
@@ -102,7 +124,7 @@ def one_run(seed: int, holds: int, code: Path | None, work: Path) -> dict[str, l
                     (vault / "memories" / "work" / f"hand-{n}.md").write_text(HAND.format(n=n, word=word))
                     started, found = time.monotonic(), False
                     while not found and time.monotonic() - started < FOUND_WITHIN:
-                        answer = ask(str(vault), {"op": "recall", "query": word}, timeout=60.0)
+                        answer = send({"op": "recall", "query": word})
                         found = bool(answer and answer.get("ok") and answer["hits"]
                                      and answer["hits"][0]["id"] == f"hand{n:04d}")
                         if not found:
@@ -110,8 +132,9 @@ def one_run(seed: int, holds: int, code: Path | None, work: Path) -> dict[str, l
                     results[op].append((time.monotonic() - started, found))
             holder.wait()
     finally:
-        watcher.terminate()
-        watcher.wait(timeout=30)
+        if watcher is not None:
+            watcher.terminate()
+            watcher.wait(timeout=30)
     return results
 
 
@@ -121,15 +144,18 @@ def main() -> None:
     parser.add_argument("--holds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--before", help="a git revision to run every other run on, for comparison")
+    parser.add_argument("--client", choices=("watcher", "cli"), default="watcher",
+                        help="send the requests to a watcher (default) or run each as a vaultmem command")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vm-ilh-"))
     try:
         totals = collections.defaultdict(lambda: collections.defaultdict(list))
         for run, arm, code in alternating(args.runs, args.before, work, "after (this checkout)"):
-            for op, values in one_run(args.seed + run, args.holds, code, work).items():
+            for op, values in one_run(args.seed + run, args.holds, code, work, args.client).items():
                 totals[arm][op].extend(values)
             print(f"run {run + 1}/{args.runs} {arm}: done", file=sys.stderr, flush=True)
-        print(f"# bench/index_lock_held.py: {args.runs} runs x {args.holds} holds of the index lock (0.5-4 s)\n")
+        print(f"# bench/index_lock_held.py: {args.runs} runs x {args.holds} holds of the index lock (0.5-4 s), "
+              f"requests {'to a watcher' if args.client == 'watcher' else 'as vaultmem commands, no watcher'}\n")
         for line in machine_facts():
             print(line)
         print("\n| code | request | count | p50 ms | p95 ms | max ms | over 1 s | not right |")

@@ -4,17 +4,23 @@ grades at once, finds the notes written since by their words, and indexes them o
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import subprocess
+import sys
 import time
 
 from vaultmem.service.client import ask
+from vaultmem.vault import Vault
 
-from .test_lock_wait import lock_held
+from .conftest import run_process
+from .test_lock_wait import HAS_PROC_LOCKS, lock_held
 from .test_reindex_live import NOTE, served_ids
 from .test_watch import wait_until, watcher  # noqa: F401 - the fixture
 
 ANSWER_WITHIN = 1.5  # seconds; a hold below lasts 3 unless its block ends first (before, a watcher waited it out)
+PROCESS_WITHIN = 3.0  # ... for a new `vaultmem` process (~0.5 s to start); its hold lasts 6
 # Notes written by hand during the holds: unlike each other (alike, the newer would rank first: an update).
 HAND = [("quokka", "The quokka runbook lives in the ops wiki."),
         ("marmot", "Marmot alerts page the storage team at night."),
@@ -90,3 +96,79 @@ def test_the_mcp_server_answers_at_once_while_another_process_holds_the_index_lo
             assert took < ANSWER_WITHIN and again["action"] == "recurrence"
 
     run_session(vault_dir, tmp_path, body)
+
+
+def timed_process(vault_dir, *args: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    result = run_process("--vault", str(vault_dir), *args)
+    return result, time.monotonic() - started
+
+
+def test_cli_commands_in_new_processes_answer_at_once_while_another_process_holds_the_index_lock(run, vault_dir):
+    """Without a watcher each command is a new process with a new engine, whose first sync took the
+    index lock: a recall, an add or the prompt hook waited out another process's hold (up to 300 s)."""
+    teal = run.json("add", "Deploys go out through the teal pipeline", "-n", "work")["id"]
+    run("recall", "teal")  # embedded and in BM25
+    rng = random.Random(11)
+    words = []
+    for turn in range(2):
+        with lock_held(vault_dir, 6.0, "index.lock") as holder:
+            time.sleep(rng.uniform(0.0, 0.6))  # the edits land at random moments of the hold
+            note_id, word = hand_note(vault_dir, turn)
+            found, took = timed_process(vault_dir, "recall", word, "--json")
+            assert took < PROCESS_WITHIN and [h["id"] for h in json.loads(found.stdout)][:1] == [note_id]
+            assert "is writing the indexes" in found.stderr and "found by their words only" in found.stderr
+            if HAS_PROC_LOCKS:
+                assert f"pid {holder.pid}" in found.stderr  # who keeps them from being embedded now
+            text = f"The wombat{turn} ledger closes on Fridays"
+            added, took = timed_process(vault_dir, "add", text, "-n", "work", "--json")
+            assert took < PROCESS_WITHIN and json.loads(added.stdout)["action"] == "added"
+            again, took = timed_process(vault_dir, "add", text, "-n", "work", "--json")
+            assert took < PROCESS_WITHIN and json.loads(again.stdout)["action"] == "recurrence"  # its check saw it
+            # The notes embedded before the hold keep their vectors: found by meaning as well as words.
+            teal_hits, took = timed_process(vault_dir, "recall", "teal pipeline deploys", "--json", "--explain")
+            first = json.loads(teal_hits.stdout)[0]
+            assert took < PROCESS_WITHIN and first["id"] == teal and "cosine" in first["signals"]
+            words.append((note_id, word))
+    hook_prompt = json.dumps({"prompt": "which pipeline do deploys go out through", "cwd": str(vault_dir)})
+    with lock_held(vault_dir, 6.0, "index.lock"):
+        started = time.monotonic()
+        hook = subprocess.run([sys.executable, "-m", "vaultmem", "hook", "user-prompt-submit"], input=hook_prompt,
+                              capture_output=True, text=True, timeout=60, env=dict(os.environ, VAULTMEM_VAULT=str(vault_dir)))
+        took = time.monotonic() - started
+    assert hook.returncode == 0 and took < PROCESS_WITHIN and teal in hook.stdout, (hook.stdout, hook.stderr)
+    # Let go: the next command embeds and indexes what the holds kept out, and answers as a reindex would.
+    for note_id, word in words:
+        first = run.json("recall", word, "--explain")[0]
+        assert first["id"] == note_id and "cosine" in first["signals"]
+    assert "is writing" not in run("recall", "ledger").stderr
+    before = {word: [h["id"] for h in run.json("recall", word)] for _id, word in words}
+    run("reindex")
+    assert {word: [h["id"] for h in run.json("recall", word)] for _id, word in words} == before
+
+
+def test_an_open_vault_recalls_at_once_while_another_process_holds_the_index_lock(vault_dir):
+    """The API's engine lives as long as the Vault: a recall made while another process writes the
+    indexes answers from what is stored, and the next one after it is let go catches up."""
+    from vaultmem.search.engine import engine_for
+
+    vault = Vault(vault_dir)
+    teal = vault.add("Deploys go out through the teal pipeline", namespace="work").note.id
+    vault.recall("teal")
+    engine = engine_for(vault)
+    with lock_held(vault_dir, 4.0, "index.lock") as holder:
+        note_id, word = hand_note(vault_dir, 0)
+        started = time.monotonic()
+        hits = vault.recall(word)
+        assert time.monotonic() - started < ANSWER_WITHIN and [h.note.id for h in hits][:1] == [note_id]
+        assert engine.unembedded == 1 and engine.index_writer is not None
+        if HAS_PROC_LOCKS:
+            assert f"pid {holder.pid}" in engine.index_writer
+        vault.grade(teal, "good")  # its file changes, its text does not: it keeps its stored vector
+        started = time.monotonic()
+        hits = vault.recall("teal pipeline deploys")
+        assert time.monotonic() - started < ANSWER_WITHIN
+        assert hits[0].note.id == teal and hits[0].note.reps == 1 and "cosine" in hits[0].signals
+    hits = vault.recall(word)
+    assert hits[0].note.id == note_id and "cosine" in hits[0].signals
+    assert engine.unembedded == 0 and engine.index_writer is None

@@ -223,7 +223,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
     if answer is not None:
         hits, problems, model_problem = answer["hits"], answer.get("problems", []), answer.get("model_problem")
         crosslingual_problem, unembedded = answer.get("crosslingual_problem"), answer.get("unembedded", 0)
-        coverage = answer.get("crosslingual_coverage")
+        coverage, index_writer = answer.get("crosslingual_coverage"), None
     else:
         from vaultmem.cli.output import embedding_progress
         from vaultmem.clock import now as clock_now
@@ -242,10 +242,11 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
         crosslingual_problem, unembedded = engine.crosslingual_problem_for(query), engine.unembedded
         coverage = engine.crosslingual_coverage_for(query)
         coverage = coverage.as_dict() if coverage else None
+        index_writer = engine.index_writer
     from vaultmem.cli.output import print_recall
 
     print_recall(hits, problems, model_problem, out.as_json, out.quiet, explain, crosslingual_problem, unembedded,
-                 coverage)
+                 coverage, index_writer)
 
 
 @cli.command()

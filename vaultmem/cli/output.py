@@ -51,10 +51,12 @@ def coverage_line(coverage: dict) -> str:
 
 def print_recall(hits: list[dict], problems: list[str], model_problem: str | None,
                  as_json: bool, quiet: bool, explain: bool, crosslingual_problem: str | None = None,
-                 unembedded: int = 0, crosslingual_coverage: dict | None = None) -> None:
+                 unembedded: int = 0, crosslingual_coverage: dict | None = None,
+                 index_writer: str | None = None) -> None:
     """What `vaultmem recall` prints, whoever computed the hits (watcher or in-process).
     `crosslingual_problem`: why a query in another language was answered by the English model;
-    `unembedded`: notes the watcher has not embedded yet (a vault's first use);
+    `unembedded`: notes not embedded yet (a vault's first use, or `index_writer`, the process
+    that held the index lock, kept them from being embedded now);
     `crosslingual_coverage`: how many notes a query in another language could find by meaning,
     when not all."""
     if quiet:
@@ -63,7 +65,8 @@ def print_recall(hits: list[dict], problems: list[str], model_problem: str | Non
     if model_problem:
         print(f"vaultmem: warning: recall is lexical only: {model_problem}", file=sys.stderr)
     elif unembedded:
-        print(f"vaultmem: {unembedded:,} notes are not embedded yet (the watcher is embedding them): "
+        why = f"{index_writer} is writing the indexes" if index_writer else "the watcher is embedding them"
+        print(f"vaultmem: {unembedded:,} notes are not embedded yet ({why}): "
               "until then they are found by their words only", file=sys.stderr)
     elif crosslingual_problem:
         print(f"vaultmem: warning: answered by the English model, cross-lingual recall is unavailable: "

@@ -115,6 +115,9 @@ REBUILD_POLL = 0.25
 # indexes (a reindex, an import, a first embedding): it holds the engine's lock meanwhile, so every
 # request would wait with it. Past this the vectors wait in `_recent` for the next turn.
 STORE_LOCK_WAIT = 0.5
+# A request in a short-lived process (the CLI, a hook, an API call) waits this long for another
+# process's index writes (an add's take ~10-100 ms), then answers from what is stored without them.
+REQUEST_LOCK_WAIT = 0.25
 TIME_WINDOW_BOOST = 1.25
 # Session context (with_session_context): a tenth of the best score among the candidates
 # created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
@@ -193,6 +196,9 @@ class RecallEngine:
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
         self._sentence_terms: dict[str, frozenset] = {}  # analysed words of questions' sentences (_term_sets)
         self.reopened: dict | None = None  # what the sync did after starting over on caches made elsewhere
+        # Who held the index lock when the last request's freshness check went on without it (None:
+        # it did not): notes changed since the indexes were written are then found by their words.
+        self.index_writer: str | None = None
 
     # ------------------------------------------------------------ model
 
@@ -358,20 +364,20 @@ class RecallEngine:
             return self._follow(catalog, rebuild, lexical, lock_wait)
 
     def _catch_up(self, lexical: bool = True) -> None:
-        """A request's freshness check: a sync. For an engine `serving` a long-lived process, in
-        step with the files unless another process writes the indexes right now (an import,
-        another process's first embedding), and then without waiting for it: the view already
-        holds the notes changed since, found by their words (matched by hand, `_unindexed`,
-        `_unembedded`) until a later sync (the watcher's loop, the next request) indexes them.
-        Waiting would hold the engine's lock, and every request with it, for as long as that
-        process holds the index lock: minutes for a big import."""
-        if not self.serving:
-            self.sync(lexical=lexical)
-            return
+        """A request's freshness check: a sync, in step with the files unless another process
+        writes the indexes right now (an import, a reindex, another process's first embedding),
+        and then without waiting for it (at most REQUEST_LOCK_WAIT; not at all when `serving` a
+        long-lived process): the view holds the notes changed since with the vectors stored for
+        their texts (`_rows_without_lock`), and those still without one, or not in the BM25
+        index yet, are found by their words (`_unembedded`, `_unindexed`) until a later sync (the
+        watcher's loop, the next request) indexes them. Waiting would keep an agent's hook, or a
+        watcher's every request, waiting as long as that process holds the lock: minutes."""
         try:
-            self.sync(lexical=lexical, lock_wait=0)
-        except LockTimeout:
-            pass
+            self.sync(lexical=lexical, lock_wait=0 if self.serving else REQUEST_LOCK_WAIT)
+        except LockTimeout as busy:
+            self.index_writer = busy.holder or "another process"
+        else:
+            self.index_writer = None
 
     def apply(self, paths, lock_wait: float | None = None) -> dict:
         """Re-read just `paths` (relative; the watcher's events) and update both indexes.
@@ -471,7 +477,7 @@ class RecallEngine:
                             return self._unchanged()
                         embedded = self._update_vectors(catalog, changed, removed, fresh_view, self.embed_limit)
                 except LockTimeout:
-                    self._leave_unembedded(changed)
+                    self._rows_without_lock(catalog, changed, fresh_view)
                     raise
             self._gen = gen
         deferred = LEXICAL_BATCH if self.vectors is None else LEXICAL_BATCH_WITH_MODEL
@@ -485,13 +491,30 @@ class RecallEngine:
         self._synced_at = time.monotonic()
         return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
 
-    def _leave_unembedded(self, changed: dict[str, Note]) -> None:
-        """Notes whose vectors could not be updated now (another process holds the index
-        lock): found by their words, and by an add's check of the waiting notes, until a
-        later sync gives them their row (it sees the same changes again)."""
-        for path in changed:
-            self._view.set_row(path, -1, MODEL_ROW)
-            self._unembedded[path] = None
+    def _rows_without_lock(self, catalog, changed: dict[str, Note], fresh_view: bool) -> None:
+        """Another process holds the index lock: give the view's notes (a fresh view: every note,
+        else the `changed` ones) the rows already stored for their texts, read without the lock (a
+        writer appends a row to the file before it records it, and readers see the rows up to the
+        file's header), writing nothing. A note whose text has no row yet is found by its words,
+        and by an add's check of the waiting notes, until a later sync embeds it (it sees the same
+        changes again)."""
+        from vaultmem.search.vectors import text_hash
+
+        have, hashes, stale, _gone = self._compare_rows(catalog, self.vectors, None if fresh_view else list(changed))
+        for path, (row, _digest) in have.items():
+            if path in hashes:
+                self._view.set_row(path, row, MODEL_ROW)
+        notes = {p: changed[p] for p in stale if p in changed}
+        notes.update(catalog.at([p for p in stale if p not in changed]))
+        digests = {path: text_hash(self.vectors.model_name, embed_text(note)) for path, note in notes.items()}
+        stored = self.vectors.stored(digests.values())
+        for path, digest in digests.items():
+            row = stored.get(digest, -1)
+            self._view.set_row(path, row, MODEL_ROW)
+            if row < 0:
+                self._unembedded[path] = None
+            else:
+                self._unembedded.pop(path, None)
 
     def _update_vectors(self, catalog, changed: dict[str, Note], removed: list[str], fresh_view: bool,
                         limit: int | None = None) -> int:
