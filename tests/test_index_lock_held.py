@@ -134,7 +134,8 @@ def test_cli_commands_in_new_processes_answer_at_once_while_another_process_hold
     with lock_held(vault_dir, 6.0, "index.lock"):
         started = time.monotonic()
         hook = subprocess.run([sys.executable, "-m", "vaultmem", "hook", "user-prompt-submit"], input=hook_prompt,
-                              capture_output=True, text=True, timeout=60, env=dict(os.environ, VAULTMEM_VAULT=str(vault_dir)))
+                              capture_output=True, text=True, timeout=60,
+                              env=dict(os.environ, VAULTMEM_VAULT=str(vault_dir)))
         took = time.monotonic() - started
     assert hook.returncode == 0 and took < PROCESS_WITHIN and teal in hook.stdout, (hook.stdout, hook.stderr)
     # Let go: the next command embeds and indexes what the holds kept out, and answers as a reindex would.
