@@ -115,8 +115,44 @@ def check_bash(command: str, cwd: str | None = None) -> str | None:
 
 
 def main() -> None:
-    if fast_recall(sys.argv[1:]) or fast_hook(sys.argv[1:]):
-        return
-    from vaultmem.cli.main import main as full_cli
+    try:
+        if not (fast_recall(sys.argv[1:]) or fast_hook(sys.argv[1:])):
+            from vaultmem.cli.main import main as full_cli
 
-    full_cli()
+            full_cli()
+        code = 0
+    except SystemExit as done:
+        if not isinstance(done.code, (int, type(None))):
+            raise  # a message for Python to print: its own exit
+        code = done.code or 0
+    exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """End the process once its work is done, without the interpreter's teardown.
+
+    The teardown (freeing the model's session and every module's objects) cost a recall
+    without a watcher ~0.12 s of its ~0.65 s, on every such call of a hook or a script.
+    What a normal exit does for the program is done first: other threads that are not
+    daemons are waited for, atexit callbacks run (logging's flush, finalizers of temporary
+    folders), and stdout and stderr are flushed. Objects are not finalized: every file
+    vaultmem writes is closed (and renamed into place) by then, and SQLite keeps what was
+    committed whether or not its connection is closed.
+    """
+    import atexit
+    import threading
+
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_functions is None:  # not CPython: the normal exit
+        sys.exit(code)
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a reader gone (`| head`) or a closed stream: nothing left to say
+            pass
+    os._exit(code)
