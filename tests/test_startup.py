@@ -91,3 +91,48 @@ def test_fast_hook_knows_the_hook_flags():
     from vaultmem.integrations.claude_code import HOOK_OPTIONS
 
     assert entry._HOOK_FLAGS == HOOK_OPTIONS
+
+
+EXIT_SCRIPT = """
+import atexit, sys, threading, time
+from vaultmem.cli.entry import exit_now
+
+def late():
+    time.sleep(0.3)
+    print("thread done", flush=True)
+
+atexit.register(lambda: print("atexit ran"))
+threading.Thread(target=late).start()
+print("output kept", end="")
+sys.stderr.write("warning kept")
+exit_now(int(sys.argv[1]))
+"""
+
+
+def test_the_quick_exit_still_does_what_an_exit_does_for_the_program():
+    """The command skips the interpreter's teardown (0.1 s of a recall), not what a program relies on
+    at exit: threads that are not daemons finish, atexit callbacks run, buffered output is written,
+    and the exit code is kept."""
+    for code in (0, 3):
+        result = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(code)], capture_output=True, text=True,
+                                timeout=60)
+        assert result.returncode == code
+        out = result.stdout
+        assert "output kept" in out and "thread done" in out and out.endswith("atexit ran\n"), out
+        assert result.stderr == "warning kept"
+
+
+def test_the_command_keeps_its_exit_codes_and_a_closed_pipe_is_no_traceback(tmp_path):
+    vault = tmp_path / "vault"
+    assert subprocess.run([sys.executable, "-m", "vaultmem", "init", str(vault)], capture_output=True).returncode == 0
+    usage = subprocess.run([sys.executable, "-m", "vaultmem", "--no-such-option"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "No such option" in usage.stderr
+    missing = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(tmp_path / "none"), "recall", "x"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and "is not a vaultmem vault" in missing.stderr
+    # A reader gone before the command writes (`vaultmem ... | head -0`): it ends quietly.
+    listing = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault), "--help"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    listing.stdout.close()
+    _out, err = listing.communicate(timeout=60)
+    assert b"Traceback" not in err and b"Exception ignored" not in err, err
