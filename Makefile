@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: demo test plugin bench clean
+.PHONY: demo test test-bench plugin bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,15 @@ demo: $(VENV)/.installed
 # Two test processes (or as many as there are cores, at most 4: each may hold the real model).
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))")
 
+# Every test but the bench scripts' own (marked `bench`: each runs a bench end to end, ~35 s of a
+# worker, and guards the tooling, not a promise to users); `make test-bench` runs those, and CI both.
 test: $(VENV)/.installed plugin
 	$(BIN)/python -m compileall -q vaultmem
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not bench"
+
+test-bench: $(VENV)/.installed
+	$(BIN)/python -m compileall -q vaultmem
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m bench
 
 # The Obsidian plugin: install its pinned packages, build, test; fail when the shipped
 # bundle (obsidian_plugin/main.js) is stale (tests/test_obsidian.py checks the cross-language vectors).

@@ -34,6 +34,7 @@ RUN_WITH_SHORT_SETTLE = (f"import sys; sys.path.insert(0, {str(BENCH)!r}); impor
 # The bench measures what an agent waits for with the real model (the hooks'
 # budgets included), so it runs without the test stand-in: VAULTMEM_* is not passed on.
 @pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.real_model
 def test_agent_perf_quick_prints_every_row_with_positive_numbers(tmp_path):
     out = tmp_path / "agent_perf.json"

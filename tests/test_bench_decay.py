@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.bench
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="--before needs the git history")
 def test_decay_bench_measures_both_checkouts_and_rewrites_every_note(tmp_path):
     out = tmp_path / "rows.json"

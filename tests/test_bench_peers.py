@@ -47,6 +47,7 @@ def test_ratio_is_vaultmem_over_the_best_peer():
 
 
 @pytest.mark.slow
+@pytest.mark.bench
 def test_quick_run_measures_every_vaultmem_row(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
     temp = Path(tempfile.mkdtemp(prefix="vm-pe-"))  # short: the watcher's socket path has a length limit
