@@ -143,11 +143,12 @@ def exit_now(code: int) -> None:
     import threading
 
     run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_functions is None:  # not CPython: the normal exit
+    wait_for_threads = getattr(threading, "_shutdown", None)
+    if run_exit_functions is None or wait_for_threads is None:  # not CPython: the normal exit
         sys.exit(code)
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # What the interpreter's own exit runs first, in its order: the threading module's exit hooks
+    # (a worker pool left running is told to stop), then every non-daemon thread is waited for.
+    wait_for_threads()
     run_exit_functions()
     for stream in (sys.stdout, sys.stderr):
         try:
