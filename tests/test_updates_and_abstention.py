@@ -167,7 +167,7 @@ def test_a_skill_is_embedded_by_its_title_and_trigger_and_found_by_any_word(vaul
 
 
 def test_a_note_from_the_session_of_a_strong_hit_gains_a_tenth_of_its_score(vault):
-    from vaultmem.search.engine import with_session_context
+    from vaultmem.search.fusion import with_session_context
 
     day = datetime(2026, 1, 3, 18, 0, tzinfo=timezone.utc)
     strong = vault.add("Caroline: I went to the LGBTQ support group yesterday", "chat", created=day).note

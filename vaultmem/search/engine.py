@@ -7,33 +7,7 @@ Two rankings of the vault's notes are fused:
   model's `min_similarity` a note is not a match, so a query about nothing in
   the vault returns nothing rather than the least unrelated notes.
 
-Fusion (`fuse`) adds the two signals, each on a 0..1 scale, over the union
-of both candidate lists, then applies two mild multipliers, so relevance
-decides and memory state only breaks near-ties:
-
-    lexical    = bm25 / best bm25 of this query * coverage
-                 (coverage: the IDF-weighted share of the query's terms the
-                  note contains, so one common word matched is weak evidence)
-    semantic   = (cosine - floor) / (1 - floor), at least 0
-                 (floor: the model's min_similarity, below which texts are unrelated)
-    relevance  = 0.5 * lexical + 0.5 * semantic
-    confidence = 0.5 * R + 0.5 * strength     (R: FSRS retrievability now;
-                                                0.9 for a never-graded note)
-    time       = 1.25 if the note was created in a window the query names
-                 ("last spring", "in March 2024"), else 1
-    own        = relevance * (0.8 + 0.2 * confidence) * time
-    context    = own + 0.3 * own of the memory said just before it in its session
-                   (neighbour context: search/neighbours.py; the memory said right
-                    after each of the best candidates is a candidate too)
-    score      = context * (1 - 0.5 * asked)
-                 + 0.5 * asked * context, of the memory said just before it
-                   (asked: how much of a note asks, the share of its sentences that are
-                    questions or of the query's words it holds only in them; what a
-                    question loses goes to its reply: search/questions.py)
-                 + 0.1 * the best score among candidates created within an hour
-                   (session context: with_session_context)
-                 (+ 0.3 * word-by-word alignment for the 10 best, when
-                  `recall.rerank_words` is on: search/rerank.py)
+Fusion (search/fusion.py) adds the two signals, weighted by memory state and time.
 
 The cross-lingual route: with the default (English-only) model, a query that does
 not look English (search/relevance.py, `looks_english`) is embedded by the
@@ -80,25 +54,22 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, VISIBLE_STATUSES, Note, in_namespace
-from vaultmem.core.schedule import label, retrievability
+from vaultmem.core.model import VISIBLE_STATUSES, Note, in_namespace
+from vaultmem.core.schedule import label
 from vaultmem.core.timeq import time_intent
 from vaultmem.errors import LockTimeout, ModelUnavailable
 from vaultmem.search.crosslingual_fill import ROW_FIELD as CROSSLINGUAL_ROW
 from vaultmem.search.crosslingual_fill import Coverage, CrossLingualRows
+from vaultmem.search.fusion import CANDIDATES, fuse, with_session_context
 from vaultmem.search.neighbours import SessionOrder, with_neighbour_context
 from vaultmem.search.passages import embed_text, passage_for, passage_text  # noqa: F401 - also imported from here
 from vaultmem.search.questions import with_questions_discounted
+from vaultmem.search.view import MODEL_ROW, View
 
-LEXICAL_WEIGHT = 0.5
-CANDIDATES = 30
 SAME_SUBJECT_COSINE = 0.9
 SAME_SUBJECT_MIN_COSINE = 0.65
 SAME_SUBJECT_OVERLAP = 0.6
-NEVER_GRADED_RETRIEVABILITY = 0.9
 # Without a model, an add's check matches up to this many new notes by hand before they go
 # into the BM25 index in one commit (a Whoosh commit per add would dominate bulk adds). With
 # one, the check asks only the vectors: new notes wait for the next recall (or the end of
@@ -118,19 +89,12 @@ STORE_LOCK_WAIT = 0.5
 # A request in a short-lived process (the CLI, a hook, an API call) waits this long for another
 # process's index writes (an add's take ~10-100 ms), then answers from what is stored without them.
 REQUEST_LOCK_WAIT = 0.25
-TIME_WINDOW_BOOST = 1.25
-# Session context (with_session_context): a tenth of the best score among the candidates
-# created within an hour of a note. Set once, not tuned (LoCoMo hit@5 0.671 -> 0.692).
-SESSION_CONTEXT_WEIGHT = 0.1
-SESSION_WINDOW_S = 3600.0
 # Neighbour context (search/neighbours.py): the successors of this many of the best of each
 # ranking become candidates too (all ~60: +5 ms a query at 10k on a busy machine).
 NEIGHBOUR_EXPANSION = 10
 SENTENCE_TERMS_KEPT = 20_000  # sentences whose words the question discount keeps (a few MB at most)
 # Abstention (search/relevance.py): without a model, every BM25 hit counts.
 LEXICAL_ONLY_MIN_SCORE = 0.0  # without a model: no floor (a BM25 hit shares a word; little else to go on)
-MODEL_ROW = "row"  # a note's row in the vault model's vectors (CROSSLINGUAL_ROW: in the cross-lingual one's)
-ROW_FIELDS = (MODEL_ROW, CROSSLINGUAL_ROW)
 
 
 @dataclass(frozen=True)
@@ -192,7 +156,7 @@ class RecallEngine:
         self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
-        self._view = _View()
+        self._view = View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
         self._sentence_terms: dict[str, frozenset] = {}  # analysed words of questions' sentences (_term_sets)
         self.reopened: dict | None = None  # what the sync did after starting over on caches made elsewhere
@@ -440,7 +404,7 @@ class RecallEngine:
         self._xl.forget()
         self._gen = self._lexical_gen = -1
         self._unindexed, self._unembedded, self._terms = {}, {}, {}
-        self._view, self._order = _View(), SessionOrder()
+        self._view, self._order = View(), SessionOrder()
         # The old catalog's connections sit in reference cycles: collected now (unless a request
         # still holds one), they close, and with them the deleted files.
         gc.collect()
@@ -450,7 +414,7 @@ class RecallEngine:
         self._load_model()
         embedded = indexed = 0
         if self._gen < 0 or rebuild:
-            self._view = _View.of(catalog.summaries())
+            self._view = View.of(catalog.summaries())
             self._order = SessionOrder.of(catalog.session_order())
             changed: dict[str, Note] = {}
             removed: list[str] = []
@@ -972,122 +936,6 @@ class RecallEngine:
         return order + fused[len(head):]
 
 
-class _View:
-    """One slot per note: path, id, and type/namespace/status as small integer codes
-    in numpy arrays, so a filter over 100k notes is a vectorised comparison.
-    Slots of removed notes are marked dead and reused by the next new note."""
-
-    def __init__(self):
-        self.paths: list[str | None] = []
-        self.ids: list[str | None] = []
-        self._slot: dict[str, int] = {}
-        self._free: list[int] = []
-        self._codes: dict[str, dict[str, int]] = {"type": {}, "namespace": {}, "status": {}}
-        self._names: dict[str, list[str]] = {"type": [], "namespace": [], "status": []}
-        size = 1024
-        self._arrays = {"type": np.zeros(size, np.int32), "namespace": np.zeros(size, np.int32),
-                        "status": np.zeros(size, np.int32), "row": np.full(size, -1, np.int64),
-                        "xrow": np.full(size, -1, np.int64), "alive": np.zeros(size, bool)}
-        self._masks: dict = {}
-
-    @classmethod
-    def of(cls, summaries) -> "_View":
-        view = cls()
-        for path, note_id, kind, namespace, status, _digest in summaries:
-            view.put(path, note_id, kind, namespace, status)
-        return view
-
-    @property
-    def count(self) -> int:
-        return len(self._slot)
-
-    def slot(self, path: str) -> int | None:
-        return self._slot.get(path)
-
-    def _code(self, field: str, value: str) -> int:
-        codes = self._codes[field]
-        if value not in codes:
-            codes[value] = len(codes)
-            self._names[field].append(value)
-        return codes[value]
-
-    def put(self, path: str, note_id: str, kind: str, namespace: str, status: str) -> None:
-        slot = self._slot.get(path)
-        if slot is None:
-            slot = self._free.pop() if self._free else len(self.paths)
-            if slot == len(self.paths):
-                self.paths.append(None)
-                self.ids.append(None)
-            if slot >= len(self._arrays["alive"]):
-                for name, array in self._arrays.items():
-                    grown = np.full(len(array) * 2, -1 if name in ROW_FIELDS else 0, array.dtype)
-                    grown[: len(array)] = array
-                    self._arrays[name] = grown
-            self._slot[path] = slot
-            for name in ROW_FIELDS:
-                self._arrays[name][slot] = -1
-        self.paths[slot], self.ids[slot] = path, note_id
-        self._arrays["type"][slot] = self._code("type", kind)
-        self._arrays["namespace"][slot] = self._code("namespace", namespace)
-        self._arrays["status"][slot] = self._code("status", status)
-        self._arrays["alive"][slot] = True
-        self._masks = {}
-
-    def drop(self, path: str) -> None:
-        slot = self._slot.pop(path, None)
-        if slot is None:
-            return
-        self._arrays["alive"][slot] = False
-        for name in ROW_FIELDS:
-            self._arrays[name][slot] = -1
-        self.paths[slot] = self.ids[slot] = None
-        self._free.append(slot)
-        self._masks = {}
-
-    def set_row(self, path: str, row: int, field: str = MODEL_ROW) -> None:
-        slot = self._slot.get(path)
-        if slot is not None:
-            self._arrays[field][slot] = row
-
-    def row(self, path: str, field: str = MODEL_ROW) -> int | None:
-        slot = self._slot.get(path)
-        if slot is None or self._arrays[field][slot] < 0:
-            return None
-        return int(self._arrays[field][slot])
-
-    def rows_or_zero(self, field: str = MODEL_ROW) -> np.ndarray:
-        """Each slot's vector row (0 where it has none: masked out by `has_row`)."""
-        rows = self._arrays[field][: len(self.paths)]
-        return np.where(rows >= 0, rows, 0)
-
-    def has_row(self, field: str = MODEL_ROW) -> np.ndarray:
-        n = len(self.paths)
-        return self._arrays["alive"][:n] & (self._arrays[field][:n] >= 0)
-
-    def mask(self, namespace: str | None, kind: str | None, include_hidden, exact: bool = False) -> np.ndarray:
-        """Which slots a query may return (cached until the notes change)."""
-        key = (namespace, kind, include_hidden, exact)
-        if key not in self._masks:
-            n = len(self.paths)
-            allowed = self._arrays["alive"][:n].copy()
-            if kind:
-                allowed &= self._arrays["type"][:n] == self._codes["type"].get(kind, -1)
-            if namespace:
-                wanted = [code for name, code in self._codes["namespace"].items()
-                          if (name == namespace if exact else in_namespace(name, namespace))]
-                allowed &= np.isin(self._arrays["namespace"][:n], wanted)
-            statuses = [code for name, code in self._codes["status"].items() if _status_allowed(name, include_hidden)]
-            allowed &= np.isin(self._arrays["status"][:n], statuses)
-            self._masks[key] = allowed
-        return self._masks[key]
-
-
-def _status_allowed(status: str, include_hidden) -> bool:
-    if status not in HIDDEN_STATUSES:
-        return True
-    return include_hidden is True or (include_hidden == "history" and status == "superseded")
-
-
 def _word_matches(text: str, notes: dict[str, Note], wanted: Callable[[Note], bool], limit: int,
                   cache: dict) -> list[tuple[str, float]]:
     """Notes not yet in the BM25 index (of those `wanted`) that share words with `text`, most
@@ -1119,23 +967,6 @@ def _exactly_in(namespace: str, kind: str | None) -> Callable[[Note], bool]:
     return lambda note: note.namespace == namespace and not note.is_hidden and not (kind and note.type != kind)
 
 
-def with_session_context(fused: list, notes: dict, weight: float = SESSION_CONTEXT_WEIGHT,
-                         window_s: float = SESSION_WINDOW_S) -> list:
-    """A note written in the same conversation (within an hour) as other relevant notes gains
-    a share of the best of them: evidence spread over a session supports each part of it,
-    as a reply ("yes, last week!") is understood from the turns around it. Ranking only:
-    the signals that abstention and --explain show are the note's own."""
-    out = []
-    for path, score, signals in fused:
-        created = notes[path].created
-        best = max((other_score for other, other_score, _s in fused[:CANDIDATES]
-                    if other != path and abs((notes[other].created - created).total_seconds()) <= window_s),
-                   default=0.0)
-        out.append((path, score + weight * best, signals))
-    out.sort(key=lambda item: (-item[1], item[0]))
-    return out
-
-
 def _term_sets(query: str, cache: dict) -> tuple[frozenset, object]:
     """(the query's words, text -> its words), as BM25 analyses them (search/questions.py);
     `cache` keeps the words of sentences seen before: the same notes come up query after query."""
@@ -1164,42 +995,6 @@ def _content_terms(note: Note) -> frozenset[str]:
     from vaultmem.search.bm25 import _query_analyzer
 
     return frozenset(t.text for t in _query_analyzer()(note.text))
-
-
-def fuse(lexical: list[tuple[str, float, float]], cosines: dict[str, float], semantic_floor: float,
-         notes: dict, now, config, intent=None) -> list[tuple[str, float, dict]]:
-    """Score fusion of the two signals, weighted by memory state and time (see module doc).
-
-    `lexical`: [(path, bm25, coverage)] best first; `cosines`: path -> cosine
-    for every candidate (from either ranking).
-    """
-    top_bm25 = max((score for _p, score, _c in lexical), default=0.0) or 1.0
-    signals: dict[str, dict] = {}
-    for rank, (path, score, coverage) in enumerate(lexical, start=1):
-        signals[path] = {"bm25": round(score, 4), "bm25_rank": rank, "coverage": round(coverage, 3),
-                         "lexical": score / top_bm25 * coverage}
-    for path, cosine in cosines.items():
-        entry = signals.setdefault(path, {"lexical": 0.0})
-        entry["cosine"] = round(cosine, 4)
-        entry["semantic"] = max(0.0, (cosine - semantic_floor) / (1.0 - semantic_floor))
-    results = []
-    for path, s in signals.items():
-        note = notes.get(path)
-        if note is None:
-            continue
-        semantic = s.pop("semantic", 0.0)
-        relevance = LEXICAL_WEIGHT * s.pop("lexical") + (1 - LEXICAL_WEIGHT) * semantic
-        if "cosine" in s:
-            s["semantic"] = round(semantic, 4)
-        r = retrievability(note, now, config)
-        confidence = 0.5 * (NEVER_GRADED_RETRIEVABILITY if r is None else r) + 0.5 * note.strength
-        in_window = bool(intent and intent.has_window and intent.contains(note.created))
-        score = relevance * (0.8 + 0.2 * confidence) * (TIME_WINDOW_BOOST if in_window else 1.0)
-        s.update(relevance=round(relevance, 4), retrievability=None if r is None else round(r, 4),
-                 strength=note.strength, in_time_window=in_window)
-        results.append((path, score, s))
-    results.sort(key=lambda item: (-item[1], item[0]))
-    return results
 
 
 # ---------------------------------------------------------------- module-level API
