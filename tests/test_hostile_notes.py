@@ -23,6 +23,8 @@ import pytest
 from vaultmem.errors import BadInput, NoteError
 from vaultmem.vault import Vault
 
+from .conftest import run_process
+
 BOM = b"\xef\xbb\xbf"
 MEMORY_CAP = 2 * 1024 ** 3  # far above what any command needs, far below what a bomb takes
 
@@ -259,3 +261,41 @@ def test_an_oversized_memory_through_mcp_is_a_tool_error_and_nothing_is_written(
 
     run_session(vault_dir, tmp_path, body)
     assert [p.name for p in (vault_dir / "memories").rglob("*.md")] == ["a-normal-memory-after-the-refusals.md"]
+
+
+HEX_NOTE = "---\nid: hex00001\ntype: memory\nnamespace: work\nsource: 0b_\ntags: [0x_, db]\n---\nThe widget hex note.\n"
+
+
+def test_a_value_yaml_takes_for_a_number_it_cannot_read_is_its_text(run, vault_dir):
+    """"0x_" matches YAML 1.1's hex pattern and PyYAML's int() refuses it: the whole note was
+    unreadable. Obsidian (YAML 1.2) reads it as text, and so does vaultmem now; a grade rewrites
+    only its own lines."""
+    note = vault_dir / "memories" / "work" / "hex.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(HEX_NOTE)
+    found = run.json("recall", "widget hex")
+    assert [hit["id"] for hit in found] == ["hex00001"]
+    shown = run.json("show", "hex00001")
+    assert (shown["source"], shown["tags"]) == ("0b_", ["0x_", "db"])
+    assert "problems: none" in run("health").stdout
+    run("grade", "hex00001", "good")
+    text = note.read_text()
+    assert "\nsource: 0b_\n" in text and "\ntags: [0x_, db]\n" in text, text
+
+
+def test_a_note_an_older_reader_refused_is_read_again_without_being_edited(run, vault_dir):
+    """A catalog keeps a note's problem while its bytes stay the same: one made by a vaultmem that
+    refused a value reads that note again once a newer one reads such values (its READER_VERSION)."""
+    import sqlite3
+
+    note = vault_dir / "memories" / "work" / "hex.md"
+    note.parent.mkdir(parents=True, exist_ok=True)
+    note.write_text(HEX_NOTE)
+    run("recall", "widget")  # catalogued, readable
+    db = sqlite3.connect(vault_dir / ".vaultmem" / "cache" / "catalog.sqlite")
+    with db:  # as the older reader left it: unreadable, under its version
+        db.execute("UPDATE notes SET note = NULL, problem = 'broken YAML frontmatter (invalid literal for int())'")
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'reader'")
+    db.close()
+    result = run_process("--vault", str(vault_dir), "recall", "widget hex", "--json")
+    assert [hit["id"] for hit in json.loads(result.stdout)] == ["hex00001"] and "skipped" not in result.stderr

@@ -56,8 +56,25 @@ _BOOL_KEYS = ("explicit", "contested", "redacted")
 _TEXT_KEYS = ("id", "namespace", "source", "supersedes", "superseded_by")
 _DATETIME_KEYS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 
-# libyaml's loader when present: parsing thousands of notes is a hot path.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's loader when present: parsing thousands of notes is a hot path. What vaultmem writes
+# must read back as the same value under it (`_plain_is_safe`).
+_StrictLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_StrictLoader):
+    """The loader notes are read with: YAML 1.1 as PyYAML reads it, except that a value matching
+    the integer pattern that is no integer ("0x_", "0b_": a digit group left empty) is its text,
+    as YAML 1.2 and Obsidian read it, not an error that makes the whole note unreadable."""
+
+
+def _int_or_text(loader, node):
+    try:
+        return loader.construct_yaml_int(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _int_or_text)
 
 # A UTF-8 byte-order mark, as Windows editors put before the first `---`.
 BOM = "\ufeff"
@@ -589,7 +606,7 @@ def _plain_is_safe(text: str) -> bool:
     if plain is not None:
         return plain[0] == {"k": text}
     try:
-        return yaml.load(f"k: {text}", Loader=_Loader) == {"k": text}
+        return yaml.load(f"k: {text}", Loader=_StrictLoader) == {"k": text}
     except (yaml.YAMLError, ValueError):  # ValueError: "0x_" matches YAML's int pattern, int() refuses it
         return False
 
