@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from vaultmem.core.model import HIDDEN_STATUSES, Note
+from vaultmem.core.note import READER_VERSION
 from vaultmem.errors import NoteError
 from vaultmem.store.files import file_identity
 
@@ -52,10 +53,6 @@ SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id
 # text hash -> row (search/vectors.py), so an upgrade re-parses the vault but runs the model on
 # nothing (a 10k vault: a minute or more). Its module renames it if its own layout changes.
 KEPT_ACROSS_VERSIONS = frozenset({"vectors"})
-# What core/note.py accepts: bumped when a note it refused may read now (2: a value like "0x_" is
-# its text, not an error). A catalog made under another reads its unreadable notes again at the
-# next refresh, not only once their bytes change; readable rows stay (a new rule reads them alike).
-READER_VERSION = "2"
 FULL_CHECK_SECONDS = 10.0
 RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
@@ -255,11 +252,13 @@ class Catalog:
             db.executescript(_SCHEMA)
             if version is None or version != str(SCHEMA_VERSION):
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
-            if _meta(db, "reader") != READER_VERSION:
-                with db:  # their stamp and hash forgotten, and the next refresh a full check
-                    db.execute("UPDATE notes SET mtime_ns = -1, hash = x'' WHERE note IS NULL")
-                    db.execute("DELETE FROM meta WHERE key = 'full_check_at'")
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('reader', ?)", (READER_VERSION,))
+            if _meta(db, "reader") != str(READER_VERSION):
+                # Made under another reader (core/note.py): the notes it refused are read again at the
+                # next refresh, a full check, not only once their bytes change (their stamp and hash
+                # are forgotten). Readable rows stay: a new rule reads what the old one read alike.
+                db.execute("UPDATE notes SET mtime_ns = -1, hash = x'' WHERE note IS NULL")
+                db.execute("DELETE FROM meta WHERE key = 'full_check_at'")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('reader', ?)", (str(READER_VERSION),))
             self._local.db = db
             self._connections.append(db)
         return self._local.db
