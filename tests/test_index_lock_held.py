@@ -173,3 +173,19 @@ def test_an_open_vault_recalls_at_once_while_another_process_holds_the_index_loc
     hits = vault.recall(word)
     assert hits[0].note.id == note_id and "cosine" in hits[0].signals
     assert engine.unembedded == 0 and engine.index_writer is None
+
+
+def test_notes_found_by_their_words_meanwhile_rank_by_how_rare_those_words_are(vault_dir):
+    """While another process holds the index lock, notes written meanwhile are matched by their
+    words: a rare word of the query counts for more than a word every note uses, as in BM25."""
+    vault = Vault(vault_dir)
+    for word in ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"):
+        vault.add(f"The {word} service restarts nightly", namespace="ops", supersede=False, merge=False)
+    vault.recall("service")  # indexed: "service" is in every note the index holds
+    with lock_held(vault_dir, 4.0, "index.lock"):
+        notes = (("a-desk", "The service desk opens at nine"), ("b-export", "The billing export runs at noon"))
+        for name, text in notes:
+            (vault_dir / "memories" / "ops" / f"{name}.md").write_text(NOTE.format(id=name.replace("-", ""), text=text))
+        hits = [hit.note.id for hit in vault.recall("billing service", k=20, min_score=0)]
+    assert "bexport" in hits and hits.index("bexport") < (hits.index("adesk") if "adesk" in hits else len(hits))
+    assert hits[0] == "bexport", hits  # the only note holding the query's rare word comes first

@@ -275,6 +275,11 @@ class Bm25Index:
             self._filter_cache[key] = (allow, exclude, bm25_arrays.keep_mask(searcher.doc_count_all(), allow, exclude))
         return self._filter_cache[key]
 
+    def term_weights(self, terms: list[str]) -> dict[str, float]:
+        """The IDF of each of `terms` in the index, as `search`'s coverage weighs them ({} without one)."""
+        searcher = self._current_searcher()
+        return {} if searcher is None else _term_weights(searcher, terms)
+
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
         """Best matches for free text: [(note path, BM25 score, coverage)], best first.

@@ -755,7 +755,7 @@ class RecallEngine:
                 lexical = [path for path, _s, _c in self.bm25.search(
                     text, limit=limit, namespace=namespace, kind=kind, statuses=VISIBLE_STATUSES)]
                 lexical += [path for path, _share in
-                            _word_matches(text, self._unindexed, _exactly_in(namespace, kind), limit, self._terms)]
+                            self._word_matches(text, self._unindexed, _exactly_in(namespace, kind), limit)]
             cosines: dict[str, float] = {}
             if self.vectors is not None:
                 vector = self.embed_passage(text)
@@ -784,7 +784,7 @@ class RecallEngine:
                                                              statuses=VISIBLE_STATUSES) if path in self._unembedded]
         pending = {path: note for path, note in self._unindexed.items() if path in self._unembedded}
         waiting += [path for path, _share in
-                    _word_matches(text, pending, _exactly_in(namespace, kind), limit, self._terms)]
+                    self._word_matches(text, pending, _exactly_in(namespace, kind), limit)]
         notes = self.vault.catalog(refresh=False).at(list(dict.fromkeys(waiting))[:limit])
         if not notes:
             return {}
@@ -851,7 +851,7 @@ class RecallEngine:
 
         top = max((score for _p, score, _c in lexical), default=1.0)
         matches = [(path, top * share, share)
-                   for path, share in _word_matches(query, self._unindexed, wanted, limit, self._terms)]
+                   for path, share in self._word_matches(query, self._unindexed, wanted, limit)]
         if not matches:
             return lexical
         pending = {path for path, _s, _c in matches}
@@ -860,6 +860,37 @@ class RecallEngine:
             at = next((i for i, item in enumerate(merged) if item[1] * item[2] < match[1] * match[2]), len(merged))
             merged.insert(at, match)
         return merged[:limit]
+
+    def _word_matches(self, text: str, notes: dict[str, Note], wanted: Callable[[Note], bool],
+                      limit: int) -> list[tuple[str, float]]:
+        """Notes not yet in the BM25 index (of those `wanted`) that share words with `text`, most
+        shared first, with the share of the text's information each holds: its words weighted by
+        their IDF in the index, as BM25's coverage weighs them (all alike without an index), so a
+        note holding one rare word of the query ranks above one holding a common one. Each
+        note's words are analysed once (`_terms`)."""
+        if not notes:
+            return []
+        from vaultmem.search.bm25 import _query_analyzer
+
+        analyzer = _query_analyzer()
+        words = sorted({t.text for t in analyzer(text)})
+        if not words:
+            return []
+        weights = self.bm25.term_weights(words) or dict.fromkeys(words, 1.0)
+        total = sum(weights.values())
+        scored = []
+        for path, note in notes.items():
+            if not wanted(note):
+                continue
+            cached = self._terms.get(path)
+            if cached is None or cached[0] is not note:
+                if len(self._terms) > 4 * LEXICAL_BATCH:
+                    self._terms.clear()
+                cached = self._terms[path] = (note, frozenset(t.text for t in analyzer(note.body)))
+            shared = sum(weights[word] for word in words if word in cached[1])
+            if shared:
+                scored.append((-shared, path))
+        return [(path, -shared / total) for shared, path in sorted(scored)[:limit]]
 
     def _cosines(self, vector, mask, limit: int, also: list[str], floor: float = float("-inf"), store=None,
                  field: str = MODEL_ROW) -> dict[str, float]:
@@ -934,32 +965,6 @@ class RecallEngine:
                     item[2]["moved_above"] = older.id
                     order.insert(pos_old, item)
         return order + fused[len(head):]
-
-
-def _word_matches(text: str, notes: dict[str, Note], wanted: Callable[[Note], bool], limit: int,
-                  cache: dict) -> list[tuple[str, float]]:
-    """Notes not yet in the BM25 index (of those `wanted`) that share words with `text`, most
-    shared first, with the share of the text's words each holds (`cache`: path -> (note, its
-    words), so each note is analysed once)."""
-    if not notes:
-        return []
-    from vaultmem.search.bm25 import _query_analyzer
-
-    analyzer = _query_analyzer()
-    words = {t.text for t in analyzer(text)}
-    scored = []
-    for path, note in notes.items():
-        if not wanted(note):
-            continue
-        cached = cache.get(path)
-        if cached is None or cached[0] is not note:
-            if len(cache) > 4 * LEXICAL_BATCH:
-                cache.clear()
-            cached = cache[path] = (note, frozenset(t.text for t in analyzer(note.body)))
-        shared = len(words & cached[1])
-        if shared:
-            scored.append((-shared, path))
-    return [(path, -shared / len(words)) for shared, path in sorted(scored)[:limit]]
 
 
 def _exactly_in(namespace: str, kind: str | None) -> Callable[[Note], bool]:
