@@ -125,3 +125,57 @@ def test_a_thread_that_first_reads_a_replaced_catalog_reads_the_catalogs_own_fil
     reader.start()
     reader.join()
     assert catalog.replaced() and counted == [3]
+
+
+def test_an_open_vault_goes_on_writing_after_another_process_rebuilt_its_catalog(vault_dir):
+    """The ledger's tables live in the catalog's file: after a reindex elsewhere made that file anew,
+    an open Vault's next writes record through the new one (they crashed: no such table)."""
+    vault = Vault(vault_dir)
+    first = vault.add("The staging database is Postgres 15", namespace="work")
+    run_process("--vault", str(vault_dir), "reindex")
+    assert vault.recall("staging database")[0].note.id == first.note.id  # the engine starts over
+    second = vault.add("Deploys go out through the teal pipeline", namespace="work")
+    vault.grade(first.note.id, "good")
+    vault.add_many([{"text": f"Runbook {i} lives in the ops wiki", "namespace": "work"} for i in range(3)])
+    assert vault.recall("teal pipeline")[0].note.id == second.note.id
+    report = run_process("--vault", str(vault_dir), "--json", "verify", check=False)
+    assert report.returncode == 0, report.stdout + report.stderr
+
+
+IMPORT = """
+import sys
+from vaultmem.vault import Vault
+items = [{"text": f"Import line {i}: the amber ledger {i} closes at {i % 24}:00", "namespace": "bulk"}
+         for i in range(int(sys.argv[2]))]
+print("start", flush=True)
+results = Vault(sys.argv[1]).add_many(items, batch=40)
+print(sum(hasattr(r, "note") for r in results), flush=True)
+"""
+
+
+def test_a_long_import_lets_other_writers_and_readers_in_between_its_batches(vault_dir):
+    """add_many takes the write lock and the catalog batch after batch: without a gap between them
+    the others, who poll for both, are let in only when the import ends (or time out first)."""
+    import subprocess
+    import sys
+
+    vault = Vault(vault_dir)
+    vault.add("The staging database is Postgres 15", namespace="work")
+    importer = subprocess.Popen([sys.executable, "-c", IMPORT, str(vault_dir), "2500"],
+                                stdout=subprocess.PIPE, text=True)
+    assert importer.stdout.readline().strip() == "start"
+    time.sleep(0.5)
+    timings = []
+    for n in range(3):
+        time.sleep(random.uniform(0, 0.3))
+        note_id, word = hand_note(vault_dir, n)
+        began = time.monotonic()
+        assert [hit.note.id for hit in vault.recall(word)][:1] == [note_id]
+        added = vault.add(f"Release train {n} leaves on Thursday", namespace="work")
+        timings.append(time.monotonic() - began)
+        assert added.action == "added"
+    still_importing = importer.poll() is None
+    out, _ = importer.communicate(timeout=120)
+    assert out.strip() == "2500" and importer.returncode == 0
+    assert still_importing, "the import ended first: make it longer for this machine"
+    assert max(timings) < 2.0, timings

@@ -58,6 +58,7 @@ REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (de
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
+BATCH_GAP = 0.06  # add_many's pause between batches (at least, counting its embedding) for other processes
 ADD_BATCH_SECONDS = 2.5  # and a batch ends (syncs, lets the write lock go) after this long: 200 checked adds
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
@@ -224,6 +225,8 @@ class Vault:
         then close when the last of them lets go of it."""
         if self._catalog is not None and close:
             self._catalog.close()
+        if self._ledger is not None:
+            self._ledger.forget_connection()
         self._catalog, self._refreshed = None, False
 
     def notes(self, include_hidden: bool = False) -> list[Note]:
@@ -444,15 +447,22 @@ class Vault:
         items = [item if item.get("project") else {**item, "project": here} for item in items]
         results: list[Added | VaultmemError] = []
         start = 0
+        ended = None  # when the last batch let the locks go
         while start < len(items):
             chunk = items[start:start + batch]
             if self.config.check_conflicts:
                 self._embed_ahead(chunk)  # before the lock: the model needs none, and takes a while
+            if ended is not None:
+                # Others wait for the write lock or for the catalog (a hook's refresh, a reindex) by
+                # polling (filelock every 50 ms, SQLite's busy wait up to every 100 ms): without a
+                # gap between batches a long import takes them back at once and starves them.
+                time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
             self._in_batch, self._contests, self._folders_inside = True, {}, set()
             try:
-                # One SQLite commit for the batch's catalog rows and ledger records, as one sync for
-                # its files (the catalog is a cache: a crash mid-batch leaves files it re-reads).
-                with self.write_lock(), batched_durability(self.root), self.catalog(refresh=False).transaction():
+                # One sync for the batch's files. The catalog commits per add, not per batch: a
+                # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
+                # and would wait for the whole batch, once for each of its own commits.
+                with self.write_lock(), batched_durability(self.root):
                     began = time.monotonic()
                     for item in chunk:
                         try:
@@ -463,6 +473,7 @@ class Vault:
                         if time.monotonic() - began > ADD_BATCH_SECONDS:
                             break  # the rest in the next batch: another process's write waits no longer
                     self._write_contests()
+                ended = time.monotonic()
             except BaseException:
                 from vaultmem.search.engine import forget_engines
 

@@ -902,8 +902,9 @@ class RecallEngine:
         cosines = {view.paths[slot]: score for slot, score in
                    store.search(vector, view.rows_or_zero(field), limit, mask & view.has_row(field)) if score >= floor}
         for path in also:
-            if path not in cosines and (row := view.row(path, field)) is not None:
-                cosines[path] = float(store.vector(row) @ vector)
+            if path not in cosines and (row := view.row(path, field)) is not None \
+                    and (stored := store.vector(row)) is not None:
+                cosines[path] = float(stored @ vector)
         return cosines
 
     def _add_successors(self, cosines: dict[str, float], vector, mask, lexical: list[str], store=None,
@@ -916,8 +917,8 @@ class RecallEngine:
         for path in best:
             after = self._order.successor(path)
             if after and after not in cosines and (slot := view.slot(after)) is not None and mask[slot] \
-                    and (row := view.row(after, field)) is not None:
-                cosines[after] = float(store.vector(row) @ vector)
+                    and (row := view.row(after, field)) is not None and (stored := store.vector(row)) is not None:
+                cosines[after] = float(stored @ vector)
 
     def _vector_of(self, path: str):
         row = self._view.row(path)

@@ -121,8 +121,11 @@ class VectorStore:
         stamp = None if info is None else file_stamp(info)
         if stamp is not None and stamp == self._read_at:
             return self._rows[: self._rows_read]  # not written since it was read: no header to parse
-        if file_id != self._file_id and self._rows_read and self._source_replaced and self._source_replaced():
-            return self._rows[: self._rows_read]  # until the engine starts over on both (follow_replaced_caches)
+        if file_id != self._file_id and self._source_replaced and self._source_replaced():
+            # The map of rows this store reads was made for the file it read before, if any: the one
+            # at the path now is another (a reindex by another process), whose rows would be other
+            # texts' vectors. Until the engine starts over on both (follow_replaced_caches).
+            return self._rows[: self._rows_read]
         rows, dim, offset = _header(self.file)
         if rows < self._rows_read or dim != self.dim or file_id != self._file_id:
             # Replaced (deleted by hand, or dropped as damaged) or cut: read it again.
@@ -148,9 +151,10 @@ class VectorStore:
         self._read_at = stamp if settled else None
         return self._rows[: self._rows_read]
 
-    def vector(self, row: int) -> np.ndarray:
+    def vector(self, row: int) -> np.ndarray | None:
+        """The row's vector; None for a row this store cannot read (see `matrix`)."""
         rows = self._rows if row < self._rows_read else self.matrix
-        return np.asarray(rows[row])
+        return np.asarray(rows[row]) if row < len(rows) else None
 
     def _append(self, vectors: np.ndarray) -> int:
         """Write rows at the end of the file; returns the first new row's number."""
@@ -266,6 +270,10 @@ class VectorStore:
         matrix = self.matrix
         if not len(rows) or matrix.shape[0] == 0:
             return []
+        if (outside := rows >= matrix.shape[0]).any():
+            # Rows this store has not read (the file it may read holds fewer, see `matrix`): left out.
+            rows = np.where(outside, 0, rows)
+            mask = ~outside if mask is None else mask & ~outside
         query_vector = query_vector.astype(np.float32)
         if mask is not None and (allowed := np.flatnonzero(mask)).size * SUBSET_SHARE < len(rows):
             # A few allowed (one namespace, as add's check asks): only their rows are multiplied.

@@ -87,17 +87,23 @@ class Ledger:
     def __init__(self, path: Path, db=None):
         self.path = Path(path)
         self._db_source = db  # a sqlite3 connection, or a callable returning one
-        self._ready = False
+        self._ready_on = None  # the connection last made sure to have the tables (see `db`)
         self._left_as = None  # the file's stat right after this object's own last append
 
     @property
     def db(self):
         db = self._db_source() if callable(self._db_source) else self._db_source
-        if not self._ready:
+        if db is not self._ready_on:
+            # Another connection than last time (one per thread of the watcher, or one to the file
+            # a `reindex` by another process made anew): the tables may not exist in it yet.
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 db.execute(statement)  # not executescript: it would commit a transaction under way
-            self._ready = True
+            self._ready_on = db
         return db
+
+    def forget_connection(self) -> None:
+        """Let go of the last connection used (its catalog was dropped: it should close)."""
+        self._ready_on = None
 
     # ------------------------------------------------------------ writing
 
