@@ -5,7 +5,7 @@ moments: `vaultmem reindex`, one or two importers (`Vault.add_many` with its che
 memories each) and two readers (new processes, each a `Vault` recalling the three known
 memories by their own text in a loop for 1-4 s). It counts what a user would notice:
 
-- wrong: a recall whose first hit is not the memory asked for (or that found nothing);
+- wrong: a recall whose first hit is another memory; empty: one that found nothing;
 - failed: a recall that raised (a process's traceback is the bug, not an answer);
 - importer / reindex failures: a non-zero exit, or an import that refused an item;
 - slow: recalls over 1 s (a reindex holds the index lock for its whole run: a reader waits at
@@ -66,7 +66,7 @@ print(json.dumps(out))
 
 def vaultmem(env: dict, *args: str) -> str:
     return subprocess.run([sys.executable, "-m", "vaultmem", *args], env=env, check=True, capture_output=True,
-                          text=True).stdout
+                          text=True, cwd=env["PYTHONPATH"]).stdout
 
 
 def base_vault(work: Path, env: dict) -> tuple[Path, dict]:
@@ -74,7 +74,8 @@ def base_vault(work: Path, env: dict) -> tuple[Path, dict]:
     vaultmem(env, "init", str(base))
     known = {text: json.loads(vaultmem(env, "--vault", str(base), "--json", "add", "-n", "work", text))["id"]
              for text in KNOWN}
-    subprocess.run([sys.executable, "-c", IMPORTER, str(base), "999", "400"], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", IMPORTER, str(base), "999", "400"], env=env, check=True, capture_output=True,
+                   cwd=env["PYTHONPATH"])
     vaultmem(env, "--vault", str(base), "reindex")
     return base, known
 
@@ -82,20 +83,21 @@ def base_vault(work: Path, env: dict) -> tuple[Path, dict]:
 def one_round(base: Path, known: dict, vault: Path, env: dict, rng: random.Random, tally: dict) -> None:
     shutil.copytree(base, vault, symlinks=True)
     python = [sys.executable, "-c"]
+    here = {"env": env, "cwd": env["PYTHONPATH"]}  # the code to test first on the path (-c and -m put the cwd first)
     readers = []
     if rng.random() < 0.5:  # one reader already running when the reindex starts
-        readers.append(subprocess.Popen([*python, READER, str(vault), json.dumps(known), "4"], env=env,
+        readers.append(subprocess.Popen([*python, READER, str(vault), json.dumps(known), "4"], **here,
                                         stdout=subprocess.PIPE, text=True))
     time.sleep(rng.uniform(0, 0.6))
-    reindex = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault), "reindex"], env=env,
+    reindex = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault), "reindex"], **here,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     importers = [subprocess.Popen([*python, IMPORTER, str(vault), str(rng.randrange(10_000)),
-                                   str(rng.choice([150, 300]))], env=env, stdout=subprocess.PIPE,
+                                   str(rng.choice([150, 300]))], **here, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
                  for _ in range(rng.choice([1, 2]))]
     time.sleep(rng.uniform(0, 1.0))
     readers.append(subprocess.Popen([*python, READER, str(vault), json.dumps(known), str(rng.uniform(1, 3))],
-                                    env=env, stdout=subprocess.PIPE, text=True))
+                                    **here, stdout=subprocess.PIPE, text=True))
     _out, err = reindex.communicate()
     if reindex.returncode:
         tally["reindex failed"] += 1
@@ -112,6 +114,8 @@ def one_round(base: Path, known: dict, vault: Path, env: dict, rng: random.Rando
             if got is not None and got not in known.values():
                 tally["failed"] += 1
                 tally["examples"].append(got[:200])
+            elif got is None:
+                tally["empty"] += 1
             elif got != want:
                 tally["wrong"] += 1
     shutil.rmtree(vault)
@@ -127,7 +131,7 @@ def main() -> None:
     env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off",
                VAULTMEM_NO_SERVER="1", PYTHONPATH=str(code))
     rng = random.Random(args.seed)
-    tally = {"recalls": 0, "wrong": 0, "failed": 0, "slow": 0, "import failed": 0, "reindex failed": 0,
+    tally = {"recalls": 0, "wrong": 0, "empty": 0, "failed": 0, "slow": 0, "import failed": 0, "reindex failed": 0,
              "examples": []}
     work = Path(tempfile.mkdtemp(prefix="reindex-writers-"))
     began = time.monotonic()
@@ -139,10 +143,10 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     print(f"## reindex beside importers and readers ({args.rounds} rounds, seed {args.seed}, code {code}, "
           f"{time.monotonic() - began:.0f} s, load {os.getloadavg()[0]:.1f})\n")
-    print("| recalls | wrong | failed | over 1 s | importers failed | reindexes failed |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    print(f"| {tally['recalls']} | {tally['wrong']} | {tally['failed']} | {tally['slow']} | {tally['import failed']} "
-          f"| {tally['reindex failed']} |")
+    print("| recalls | wrong | empty | failed | over 1 s | importers failed | reindexes failed |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| {tally['recalls']} | {tally['wrong']} | {tally['empty']} | {tally['failed']} | {tally['slow']} "
+          f"| {tally['import failed']} | {tally['reindex failed']} |")
     for example in dict.fromkeys(tally["examples"]):
         print(f"\n- {example}")
 
