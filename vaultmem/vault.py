@@ -477,7 +477,7 @@ class Vault:
             except BaseException:
                 from vaultmem.search.engine import forget_engines
 
-                forget_engines(self)  # the batch's catalog rows were rolled back: views built on them go too
+                forget_engines(self)  # the failed add's catalog rows were rolled back: views built on them go too
                 raise
             finally:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
