@@ -11,15 +11,17 @@ memories by their own text in a loop for 1-4 s). It counts what a user would not
 - slow: recalls over 1 s (a reindex holds the index lock for its whole run: a reader waits at
   most 0.25 s for it, then answers from what is stored).
 
-    python bench/reindex_writers.py                      # 30 rounds on this checkout
-    python bench/reindex_writers.py --code /tmp/before   # the vaultmem package of another checkout
+    python bench/reindex_writers.py                     # 30 rounds on this checkout
+    python bench/reindex_writers.py --before 481366e    # the same, round by round with that commit
 
+`--before REV` runs every other round on a `git archive` of REV (reindex_live.py's `alternating`).
 The stand-in embedder keeps the model out of the timing. Prints one markdown table.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import random
@@ -30,7 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall_perf import machine_facts  # noqa: E402
+from reindex_live import alternating  # noqa: E402
 
 KNOWN = ["The staging database is Postgres 16 on port 5433", "Deploys go out through the teal pipeline",
          "Alice owns the billing service and its invoices"]
@@ -64,26 +69,34 @@ print(json.dumps(out))
 """
 
 
-def vaultmem(env: dict, *args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "vaultmem", *args], env=env, check=True, capture_output=True,
-                          text=True, cwd=env["PYTHONPATH"]).stdout
+def environment(code: Path | None) -> dict:
+    env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off",
+               VAULTMEM_NO_SERVER="1")
+    env.pop("VAULTMEM_VAULT", None)
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    return env
 
 
-def base_vault(work: Path, env: dict) -> tuple[Path, dict]:
-    base = work / "base"
-    vaultmem(env, "init", str(base))
-    known = {text: json.loads(vaultmem(env, "--vault", str(base), "--json", "add", "-n", "work", text))["id"]
+def base_vault(folder: Path, here: dict) -> tuple[Path, dict]:
+    """A vault of the three known memories and 400 imported ones, indexed, made by the arm's code."""
+    def vaultmem(*args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "vaultmem", *args], **here, check=True, capture_output=True,
+                              text=True).stdout
+
+    base = folder / "base"
+    vaultmem("init", str(base))
+    known = {text: json.loads(vaultmem("--vault", str(base), "--json", "add", "-n", "work", text))["id"]
              for text in KNOWN}
-    subprocess.run([sys.executable, "-c", IMPORTER, str(base), "999", "400"], env=env, check=True, capture_output=True,
-                   cwd=env["PYTHONPATH"])
-    vaultmem(env, "--vault", str(base), "reindex")
+    subprocess.run([sys.executable, "-c", IMPORTER, str(base), "999", "400"], **here, check=True, capture_output=True)
+    vaultmem("--vault", str(base), "reindex")
     return base, known
 
 
-def one_round(base: Path, known: dict, vault: Path, env: dict, rng: random.Random, tally: dict) -> None:
+def one_round(base: Path, known: dict, vault: Path, here: dict, rng: random.Random, tally: collections.Counter,
+              examples: list[str]) -> None:
     shutil.copytree(base, vault, symlinks=True)
     python = [sys.executable, "-c"]
-    here = {"env": env, "cwd": env["PYTHONPATH"]}  # the code to test first on the path (-c and -m put the cwd first)
     readers = []
     if rng.random() < 0.5:  # one reader already running when the reindex starts
         readers.append(subprocess.Popen([*python, READER, str(vault), json.dumps(known), "4"], **here,
@@ -101,19 +114,19 @@ def one_round(base: Path, known: dict, vault: Path, env: dict, rng: random.Rando
     _out, err = reindex.communicate()
     if reindex.returncode:
         tally["reindex failed"] += 1
-        tally["examples"].append(err.strip().splitlines()[-1][:200])
+        examples.append(err.strip().splitlines()[-1][:200])
     for importer in importers:
         out, err = importer.communicate()
         if importer.returncode or out.strip() != "0":
             tally["import failed"] += 1
-            tally["examples"].append((err.strip().splitlines() or [out])[-1][:200])
+            examples.append((err.strip().splitlines() or [out])[-1][:200])
     for reader in readers:
         for want, got, took in json.loads(reader.communicate()[0] or "[]"):
             tally["recalls"] += 1
             tally["slow"] += took > 1.0
             if got is not None and got not in known.values():
                 tally["failed"] += 1
-                tally["examples"].append(got[:200])
+                examples.append(got[:200])
             elif got is None:
                 tally["empty"] += 1
             elif got != want:
@@ -125,30 +138,38 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--code", help="a checkout whose vaultmem package the processes import (default: this one)")
+    p.add_argument("--before", help="a git revision to run every other round on, for comparison")
     args = p.parse_args()
-    code = Path(args.code or ROOT).resolve()
-    env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off",
-               VAULTMEM_NO_SERVER="1", PYTHONPATH=str(code))
-    rng = random.Random(args.seed)
-    tally = {"recalls": 0, "wrong": 0, "empty": 0, "failed": 0, "slow": 0, "import failed": 0, "reindex failed": 0,
-             "examples": []}
     work = Path(tempfile.mkdtemp(prefix="reindex-writers-"))
     began = time.monotonic()
+    tallies: dict[str, collections.Counter] = {}
+    examples: dict[str, list[str]] = collections.defaultdict(list)
+    bases: dict[str, tuple[Path, dict]] = {}
     try:
-        base, known = base_vault(work, env)
-        for n in range(args.rounds):
-            one_round(base, known, work / f"round{n}", env, rng, tally)
+        for n, arm, code in alternating(args.rounds, args.before, work, "after (this checkout)"):
+            # cwd outside any checkout: `-c` and `-m` put the working folder first on the path.
+            here = {"env": environment(code), "cwd": work}
+            if arm not in bases:
+                (folder := work / f"arm{len(bases)}").mkdir()
+                bases[arm] = base_vault(folder, here)
+            rng = random.Random(args.seed + n)  # both arms: the same timings, round by round
+            one_round(*bases[arm], bases[arm][0].parent / f"round{n}", here, rng,
+                      tallies.setdefault(arm, collections.Counter()), examples[arm])
+            print(f"round {n + 1}/{args.rounds} {arm}: done", file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"## reindex beside importers and readers ({args.rounds} rounds, seed {args.seed}, code {code}, "
-          f"{time.monotonic() - began:.0f} s, load {os.getloadavg()[0]:.1f})\n")
-    print("| recalls | wrong | empty | failed | over 1 s | importers failed | reindexes failed |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {tally['recalls']} | {tally['wrong']} | {tally['empty']} | {tally['failed']} | {tally['slow']} "
-          f"| {tally['import failed']} | {tally['reindex failed']} |")
-    for example in dict.fromkeys(tally["examples"]):
-        print(f"\n- {example}")
+    print(f"# bench/reindex_writers.py: {args.rounds} rounds of reindex beside importers and readers, seed "
+          f"{args.seed}, {time.monotonic() - began:.0f} s\n")
+    for line in machine_facts():
+        print(line)
+    print("\n| code | recalls | wrong | empty | failed | over 1 s | importers failed | reindexes failed |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for arm, tally in tallies.items():
+        print(f"| {arm} | {tally['recalls']} | {tally['wrong']} | {tally['empty']} | {tally['failed']} "
+              f"| {tally['slow']} | {tally['import failed']} | {tally['reindex failed']} |")
+    for arm, seen in examples.items():
+        for example in dict.fromkeys(seen):
+            print(f"\n- {arm}: {example}")
 
 
 if __name__ == "__main__":

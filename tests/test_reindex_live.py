@@ -8,6 +8,8 @@ import json
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -156,9 +158,6 @@ print(sum(hasattr(r, "note") for r in results), flush=True)
 def test_a_long_import_lets_other_writers_and_readers_in_between_its_batches(vault_dir):
     """add_many takes the write lock and the catalog batch after batch: without a gap between them
     the others, who poll for both, are let in only when the import ends (or time out first)."""
-    import subprocess
-    import sys
-
     vault = Vault(vault_dir)
     vault.add("The staging database is Postgres 15", namespace="work")
     importer = subprocess.Popen([sys.executable, "-c", IMPORT, str(vault_dir), "1500"],
