@@ -14,6 +14,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from vaultmem.search.engine import engine_for
 from vaultmem.service.client import ask
 from vaultmem.vault import Vault
@@ -178,3 +180,71 @@ def test_a_long_import_lets_other_writers_and_readers_in_between_its_batches(vau
     assert out.strip() == "1500" and importer.returncode == 0
     assert still_importing, "the import ended first: make it longer for this machine"
     assert max(timings) < 2.0, timings
+
+
+
+
+HOLD_REINDEX = """
+import shutil, sys
+from vaultmem.search.engine import engine_for
+from vaultmem.vault import Vault
+vault = Vault(sys.argv[1])
+with engine_for(vault)._index_lock():  # what rebuild_indexes does first; then it builds for a while
+    print("locked", flush=True)
+    sys.stdin.readline()
+    for cache in (vault.cache_dir, vault.state_dir / "index"):
+        shutil.rmtree(cache)
+    print("deleted", flush=True)
+    sys.stdin.readline()
+"""
+
+RECALL_LATER = """
+import json, sys
+from vaultmem.vault import Vault
+vault = Vault(sys.argv[1])
+vault.catalog().count()  # its catalog open, nothing searched yet
+print("open", flush=True)
+for query in sys.stdin:
+    print(json.dumps([hit.note.id for hit in vault.recall(query.strip(), k=5)]), flush=True)
+"""
+
+
+def tell(process, line: str = "") -> None:
+    process.stdin.write(line + "\n")
+    process.stdin.flush()
+
+
+@pytest.mark.parametrize("deleted", ["before its recall", "while its recall waits for the index lock"])
+def test_a_process_that_opened_the_caches_just_before_a_reindex_deleted_them_still_answers(vault_dir, deleted):
+    """A hook's recall that opened the catalog before a reindex deleted the caches, and had read no
+    index or vector file yet, answered nothing until the reindex ended (nothing open to answer from)."""
+    first = Vault(vault_dir)
+    wanted = {first.add(text, namespace="work").note.id for text in (
+        "The teal pipeline builds the docs site", "Staging deploys go through the teal pipeline",
+        "The teal pipeline runs the nightly browser tests")}
+    lunch = first.add("Lunch is at noon in the canteen", namespace="work").note.id
+    assert first.recall("teal pipeline")  # every note in both indexes
+    started = [subprocess.Popen([sys.executable, "-c", script, str(vault_dir)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True) for script in (RECALL_LATER, HOLD_REINDEX)]
+    reader, holder = started
+    try:
+        assert reader.stdout.readline().strip() == "open"
+        assert holder.stdout.readline().strip() == "locked"
+        if deleted == "before its recall":
+            tell(holder)
+            assert holder.stdout.readline().strip() == "deleted"
+            tell(reader, "teal pipeline")
+        else:
+            tell(reader, "teal pipeline")
+            time.sleep(0.1)  # it reads the catalog, then waits up to 0.25 s for the lock
+            tell(holder)
+            assert holder.stdout.readline().strip() == "deleted"
+        assert set(json.loads(reader.stdout.readline())) == wanted
+        tell(holder)  # the reindex ends (the caches as the reader left them)
+        assert holder.wait(timeout=60) == 0
+        tell(reader, "canteen lunch")
+        assert json.loads(reader.stdout.readline())[:1] == [lunch]
+    finally:
+        for process in started:
+            process.kill()
+            process.communicate()

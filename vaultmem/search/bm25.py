@@ -148,6 +148,11 @@ class Bm25Index:
         self._filter_cache_for = None
         self._segment_arrays: dict = {}  # bm25_arrays.SegmentArrays by segment reader, kept across searchers
 
+    @property
+    def searching(self) -> bool:
+        """Whether a searcher is open (its segments answer even once the folder is deleted)."""
+        return self._searcher is not None
+
     def exists(self) -> bool:
         """Whether a usable index is there: this vaultmem's schema, and it opens. One that
         is damaged, from an older vaultmem or planted (safe_whoosh refuses to build what

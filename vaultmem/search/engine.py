@@ -336,12 +336,16 @@ class RecallEngine:
         index yet, are found by their words (`_unembedded`, `_unindexed`) until a later sync (the
         watcher's loop, the next request) indexes them. Waiting would keep an agent's hook, or a
         watcher's every request, waiting as long as that process holds the lock: minutes."""
-        try:
-            self.sync(lexical=lexical, lock_wait=0 if self.serving else REQUEST_LOCK_WAIT)
-        except LockTimeout as busy:
-            self.index_writer = busy.holder or "another process"
-        else:
-            self.index_writer = None
+        for _attempt in range(2):
+            try:
+                self.sync(lexical=lexical, lock_wait=0 if self.serving else REQUEST_LOCK_WAIT)
+            except LockTimeout as busy:
+                self.index_writer = busy.holder or "another process"
+                if self.vault.catalog_replaced() and not self._holds_stores():
+                    continue  # a reindex deleted the caches during this sync, before any was read: on its new ones
+            else:
+                self.index_writer = None
+            return
 
     def apply(self, paths, lock_wait: float | None = None) -> dict:
         """Re-read just `paths` (relative; the watcher's events) and update both indexes.
@@ -363,7 +367,8 @@ class RecallEngine:
         not), REOPENED (it is done with them, and this engine started over on them, with a full
         check of the files: `reopened` says what that sync did) or REBUILDING (it is still
         at work and holds the index lock throughout: meanwhile this engine answers from the
-        files it has open and writes to none). Without this a long-lived process (the watcher,
+        files it has open and writes to none; an engine that has none open starts on the new
+        caches instead, and is CURRENT). Without this a long-lived process (the watcher,
         the MCP server) would read the deleted files for the rest of its life."""
         with self._lock:
             if not self.vault.catalog_replaced():
@@ -372,7 +377,13 @@ class RecallEngine:
             try:
                 lock.acquire(wait=0)
             except LockTimeout:
-                return REBUILDING
+                if self._holds_stores():
+                    return REBUILDING
+                # Nothing read to answer from (this process opened the catalog just before the
+                # reindex deleted the caches): start on the new ones as a process started now does,
+                # the notes not indexed yet found by their words.
+                self._start_over(complete=False)
+                return CURRENT
             try:  # all under the lock: no other reindex can start before this view is whole
                 self._start_over()
                 catalog = self.vault.catalog()
@@ -382,12 +393,18 @@ class RecallEngine:
                 lock.release()
             return REOPENED
 
+    def _holds_stores(self) -> bool:
+        """Whether this engine has read its index or vector files, and so can answer from them
+        after another process deleted them."""
+        return self.bm25.searching or (self.vectors is not None and self.vectors.rows_read > 0)
+
     def _unchanged(self) -> dict:
         return {"indexed": 0, "embedded": 0, "notes": self._view.count}
 
-    def _start_over(self) -> None:
+    def _start_over(self, complete: bool = True) -> None:
         """Forget all this engine read from .vaultmem/ (the catalog connection, the index and
-        vector files, the view built on them); the models stay loaded. Caller holds the lock."""
+        vector files, the view built on them); the models stay loaded. Caller holds the engine's
+        lock, and with `complete` the index lock too: the new files are read now, whole."""
         from vaultmem.search.bm25 import Bm25Index
 
         self.vault.forget_catalog(close=False)  # requests read it outside this lock: closed when let go
@@ -396,11 +413,11 @@ class RecallEngine:
         self.vectors = None if self.vectors is None else self._vector_store(self.embedder)
         if self.crosslingual_vectors is not None:
             self.crosslingual_vectors = self._vector_store(self.crosslingual)
-        # Read now, complete (the caller holds the index lock): what answers while the next reindex runs.
-        self.bm25.open_searcher()
-        for store in (self.vectors, self.crosslingual_vectors):
-            if store is not None:
-                store.matrix  # noqa: B018 - read for its side effect
+        if complete:  # read now, whole: what answers while the next reindex runs
+            self.bm25.open_searcher()
+            for store in (self.vectors, self.crosslingual_vectors):
+                if store is not None:
+                    store.matrix  # noqa: B018 - read for its side effect
         self._xl.forget()
         self._gen = self._lexical_gen = -1
         self._unindexed, self._unembedded, self._terms = {}, {}, {}

@@ -151,6 +151,11 @@ class VectorStore:
         self._read_at = stamp if settled else None
         return self._rows[: self._rows_read]
 
+    @property
+    def rows_read(self) -> int:
+        """How many rows of the file this store has read (kept even once the file is deleted)."""
+        return self._rows_read
+
     def vector(self, row: int) -> np.ndarray | None:
         """The row's vector; None for a row this store cannot read (see `matrix`)."""
         rows = self._rows if row < self._rows_read else self.matrix
