@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -248,3 +249,35 @@ def test_a_process_that_opened_the_caches_just_before_a_reindex_deleted_them_sti
         for process in started:
             process.kill()
             process.communicate()
+
+
+def test_reindex_and_processes_opening_the_catalog_meanwhile_neither_fail(vault_dir):
+    """A process starting while `reindex` deletes the caches makes its catalog in the folder being
+    deleted: the reindex failed ("Directory not empty"), or the process did ("unable to open
+    database file", its folder deleted between making it and opening the file)."""
+    from vaultmem.search.engine import rebuild_indexes
+
+    Vault(vault_dir).add_many([{"text": f"Runbook {i} lives in the ops wiki", "namespace": "work", "merge": False,
+                                "supersede": False} for i in range(20)])
+    stop, failures, opened = threading.Event(), [], []
+
+    def keep_opening():  # new processes' first step, again and again
+        while not stop.is_set():
+            try:
+                opened.append(Vault(vault_dir).catalog(refresh=False).count())
+            except Exception:  # noqa: BLE001 - what a user would see
+                failures.append(traceback.format_exc())
+
+    openers = [threading.Thread(target=keep_opening) for _ in range(2)]
+    for opener in openers:
+        opener.start()
+    try:
+        for _ in range(12):
+            rebuild_indexes(Vault(vault_dir))
+    finally:
+        stop.set()
+        for opener in openers:
+            opener.join()
+    assert failures == [] and opened, "\n".join(failures[:3])
+    assert [hit.note.text.strip() for hit in Vault(vault_dir).recall("runbook 7 ops wiki")][:1] == \
+        ["Runbook 7 lives in the ops wiki"]

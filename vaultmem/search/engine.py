@@ -1046,9 +1046,8 @@ def rebuild_indexes(vault, progress: Callable[[int, int], None] | None = None) -
     """Delete every derived cache of the vault and build it again from the notes: the
     cross-lingual vectors too when they were there (someone routed queries on this vault).
     `progress`: told (done, total) as the model runs (RecallEngine.progress)."""
-    import shutil
-
     from vaultmem.search.crosslingual import has_vectors
+    from vaultmem.store.files import remove_tree
 
     forget_engines(vault)
     engine = engine_for(vault)
@@ -1058,8 +1057,7 @@ def rebuild_indexes(vault, progress: Callable[[int, int], None] | None = None) -
     with engine._index_lock():
         routed_before = has_vectors(vault.state_dir / "index" / "vectors")
         for cache in (vault.cache_dir, vault.state_dir / "index"):
-            if cache.exists():
-                shutil.rmtree(cache)
+            remove_tree(cache)  # (a process starting now may make its catalog there meanwhile)
         engine.progress = progress
         stats = engine.sync(rebuild=True)  # which compacts the new catalog (settle_after_indexing)
         stats["crosslingual_embedded"] = engine.fill_crosslingual() if routed_before else None

@@ -54,6 +54,7 @@ SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id
 # nothing (a 10k vault: a minute or more). Its module renames it if its own layout changes.
 KEPT_ACROSS_VERSIONS = frozenset({"vectors"})
 FULL_CHECK_SECONDS = 10.0
+OPEN_ATTEMPTS = 20  # tries to open the file while another process deletes its folder (reindex)
 RACY_NS = 50_000_000  # a folder changed this recently (50 ms) may change again within its mtime's tick
 _DATETIME_FIELDS = ("due", "last_review", "created", "updated", "decayed", "promoted")
 _TUPLE_FIELDS = ("tags", "sessions", "days", "projects", "contested_with")
@@ -230,38 +231,70 @@ class Catalog:
                 # its owner starts over (RecallEngine.follow_replaced_caches).
                 self._local.db = self._connections[0]
                 return self._local.db
-            self.db_file.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
+            for attempt in range(OPEN_ATTEMPTS):
+                try:
+                    opened = self._open()
+                except (sqlite3.OperationalError, OSError) as exc:
+                    # Its folder deleted, or made again, while it opened the file (a reindex
+                    # starting): tried again. Any other trouble, or this one for good, is raised.
+                    if not _deleted_under_it(exc) or attempt == OPEN_ATTEMPTS - 1:
+                        raise
+                    continue
+                if opened is not None:
+                    break
+            else:
+                raise sqlite3.OperationalError(f"{self.db_file} was deleted each time it was opened")
+            db, identity = opened
             if self._file_id is None:
-                self._file_id = file_identity(self.db_file)
-            db.execute("PRAGMA busy_timeout = 60000")
-            try:
-                db.execute("PRAGMA journal_mode = WAL")
-            except sqlite3.OperationalError:
-                pass  # a filesystem without shared memory: the default journal still works
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute("PRAGMA journal_size_limit = 4194304")  # the WAL shrinks back after a checkpoint
-            version = _meta(db, "version")
-            if version is not None and version != str(SCHEMA_VERSION):
-                # A catalog of another vaultmem: derived, so start it again (the ledger's and the
-                # vectors' tables too, which live in the same file), but for the tables whose
-                # rows do not depend on it.
-                for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
-                    if table not in KEPT_ACROSS_VERSIONS:
-                        db.execute(f'DROP TABLE IF EXISTS "{table}"')
-            db.executescript(_SCHEMA)
-            if version is None or version != str(SCHEMA_VERSION):
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
-            if _meta(db, "reader") != str(READER_VERSION):
-                # Made under another reader (core/note.py): the notes it refused are read again at the
-                # next refresh, a full check, not only once their bytes change (their stamp and hash
-                # are forgotten). Readable rows stay: a new rule reads what the old one read alike.
-                db.execute("UPDATE notes SET mtime_ns = -1, hash = x'' WHERE note IS NULL")
-                db.execute("DELETE FROM meta WHERE key = 'full_check_at'")
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('reader', ?)", (str(READER_VERSION),))
+                self._file_id = identity
             self._local.db = db
             self._connections.append(db)
         return self._local.db
+
+    def _open(self) -> tuple[sqlite3.Connection, tuple[int, int]] | None:
+        """A new connection to the catalog's file, which it makes (with its folder) if missing,
+        and the identity of the file it opened (replaced() compares it with the file there later);
+        None when the file was deleted or replaced while it opened it."""
+        self.db_file.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.db_file, timeout=60, isolation_level=None, check_same_thread=False)
+        identity = file_identity(self.db_file)
+        try:
+            self._prepare(db)
+        except BaseException:
+            db.close()
+            raise
+        if identity is None or file_identity(self.db_file) != identity:
+            db.close()
+            return None
+        return db, identity
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Its settings, and the tables of this vaultmem's schema (made, or made again)."""
+        db.execute("PRAGMA busy_timeout = 60000")
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError:
+            pass  # a filesystem without shared memory: the default journal still works
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA journal_size_limit = 4194304")  # the WAL shrinks back after a checkpoint
+        version = _meta(db, "version")
+        if version is not None and version != str(SCHEMA_VERSION):
+            # A catalog of another vaultmem: derived, so start it again (the ledger's and the
+            # vectors' tables too, which live in the same file), but for the tables whose
+            # rows do not depend on it.
+            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+                if table not in KEPT_ACROSS_VERSIONS:
+                    db.execute(f'DROP TABLE IF EXISTS "{table}"')
+        db.executescript(_SCHEMA)
+        if version is None or version != str(SCHEMA_VERSION):
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(SCHEMA_VERSION),))
+        if _meta(db, "reader") != str(READER_VERSION):
+            # Made under another reader (core/note.py): the notes it refused are read again at the
+            # next refresh, a full check, not only once their bytes change (their stamp and hash
+            # are forgotten). Readable rows stay: a new rule reads what the old one read alike.
+            db.execute("UPDATE notes SET mtime_ns = -1, hash = x'' WHERE note IS NULL")
+            db.execute("DELETE FROM meta WHERE key = 'full_check_at'")
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('reader', ?)", (str(READER_VERSION),))
 
     def close(self) -> None:
         for db in self._connections:
@@ -683,6 +716,14 @@ def rows_in(db: sqlite3.Connection, query: str, keys: Iterable, *before) -> list
         chunk = keys[start:start + 500]
         found += db.execute(query.format(marks=",".join("?" * len(chunk))), (*before, *chunk)).fetchall()
     return found
+
+
+def _deleted_under_it(exc: Exception) -> bool:
+    """Whether opening the catalog failed the ways it does when another process deletes the
+    folder meanwhile (not a lock, a damaged file, or a full disk)."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return str(exc) in ("unable to open database file", "disk I/O error", "locking protocol")
+    return isinstance(exc, (FileExistsError, FileNotFoundError))
 
 
 def _meta(db: sqlite3.Connection, key: str) -> str | None:

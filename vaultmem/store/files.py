@@ -4,9 +4,11 @@ and reading a note's bytes with clear errors. No knowledge of notes' meaning.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import shutil
 import signal
 import stat
 import tempfile
@@ -379,6 +381,21 @@ def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
     with open(path, "rb") as handle:
         info = os.fstat(handle.fileno())
         return handle.read(), info
+
+
+def remove_tree(folder: Path, attempts: int = 20) -> None:
+    """Delete a folder other processes may be creating files in meanwhile (a cache a reader opens
+    while `reindex` deletes it): shutil.rmtree gives up with "Directory not empty" when a file
+    appears behind it; the files made since are deleted too, by another try."""
+    for attempt in range(attempts):
+        try:
+            shutil.rmtree(folder)
+            return
+        except OSError as exc:
+            if not os.path.lexists(folder):
+                return  # (someone else deleted the rest)
+            if exc.errno not in (errno.ENOTEMPTY, errno.ENOENT) or attempt == attempts - 1:
+                raise
 
 
 def file_identity(path) -> tuple[int, int] | None:
