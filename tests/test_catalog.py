@@ -333,3 +333,31 @@ def test_a_catalog_of_another_schema_is_rebuilt_without_running_the_model_again(
     # The same notes in the same order; the scores within BM25's statistics of its re-written documents.
     assert [i for i, _s in after] == [i for i, _s in before] and len(before) == 3
     assert [s for _i, s in after] == pytest.approx([s for _i, s in before], abs=0.01)
+
+
+def test_a_damaged_catalog_is_named_in_one_line_with_its_fix_and_reindex_makes_it_again(vault_dir):
+    """The catalog is a cache of the notes: a damaged one (a disk error, a crash of the filesystem)
+    gets one line that names it and says `vaultmem reindex`, not "internal error: DatabaseError"."""
+    import sqlite3
+
+    from .conftest import run_process
+
+    vault = Vault(vault_dir)
+    staging = vault.add("The staging database is Postgres 16", namespace="work").note
+    assert vault.recall("staging database")
+    db_file = vault.cache_dir / "catalog.sqlite"
+    vault.forget_catalog()
+    with sqlite3.connect(db_file) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # every page in the file itself
+    data = bytearray(db_file.read_bytes())
+    data[8192:] = b"\x5a" * (len(data) - 8192)  # the pages after the first two: zapped
+    db_file.write_bytes(bytes(data))
+    for command in (["recall", "staging database"], ["list"]):
+        failed = run_process("--vault", str(vault_dir), *command, check=False)
+        assert failed.returncode == 70
+        assert failed.stderr.strip().splitlines() == [
+            "vaultmem: the vault's catalog (.vaultmem/cache/catalog.sqlite) is damaged (database disk image is "
+            "malformed); run `vaultmem reindex` to make it again from the notes, which are untouched"]
+    run_process("--vault", str(vault_dir), "reindex")
+    found = run_process("--vault", str(vault_dir), "recall", "staging database", "--json")
+    assert staging.id in found.stdout

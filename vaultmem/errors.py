@@ -16,7 +16,8 @@ and the fix.
 Exit codes without an error class (the CLI sets them; the README lists them all):
 
     EXIT_LEDGER_BROKEN (4)   `verify` found a break in the ledger (with --strict: any difference)
-    EXIT_INTERNAL (70)       an unexpected exception, shown as one line (VAULTMEM_DEBUG=1: the traceback)
+    EXIT_INTERNAL (70)       an unexpected exception, shown as one line (VAULTMEM_DEBUG=1: the traceback),
+                             or a damaged catalog, named with its fix (`vaultmem reindex`)
     EXIT_INTERRUPTED (130)   Ctrl-C (128 + SIGINT, as shells report it)
 
 `import` exits EXIT_BAD_INPUT when records failed and EXIT_CONFLICT when some

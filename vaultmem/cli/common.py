@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sqlite3
 
 import click
 
@@ -16,6 +17,8 @@ from vaultmem.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, VaultmemError
 
 # ctx.meta key (meta is shared by every context of one invocation): -q given before or after the command.
 QUIET = "vaultmem.quiet"
+# What SQLite says of a file that is damaged or not a database at all (not of a lock or a full disk).
+DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database")
 
 
 class VaultmemGroup(click.Group):
@@ -35,6 +38,10 @@ class VaultmemGroup(click.Group):
         except Exception as exc:  # noqa: BLE001 - the promise is one line, not a traceback
             if os.environ.get("VAULTMEM_DEBUG"):
                 raise
+            if isinstance(exc, sqlite3.DatabaseError) and str(exc) in DAMAGED_DATABASE:
+                # The catalog's SQLite file (the only database vaultmem keeps) is derived from the notes.
+                _fail(ctx, f"the vault's catalog (.vaultmem/cache/catalog.sqlite) is damaged ({exc}); run "
+                      "`vaultmem reindex` to make it again from the notes, which are untouched", EXIT_INTERNAL)
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
                   EXIT_INTERNAL)
 

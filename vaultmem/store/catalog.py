@@ -260,8 +260,10 @@ class Catalog:
         identity = file_identity(self.db_file)
         try:
             self._prepare(db)
-        except BaseException:
+        except BaseException as exc:
             db.close()
+            if isinstance(exc, sqlite3.DatabaseError) and file_identity(self.db_file) != identity:
+                return None  # (e.g. "attempt to write a readonly database": SQLite saw its file deleted)
             raise
         if identity is None or file_identity(self.db_file) != identity:
             db.close()
@@ -722,7 +724,8 @@ def _deleted_under_it(exc: Exception) -> bool:
     """Whether opening the catalog failed the ways it does when another process deletes the
     folder meanwhile (not a lock, a damaged file, or a full disk)."""
     if isinstance(exc, sqlite3.OperationalError):
-        return str(exc) in ("unable to open database file", "disk I/O error", "locking protocol")
+        return str(exc) in ("unable to open database file", "disk I/O error", "locking protocol",
+                            "attempt to write a readonly database")
     return isinstance(exc, (FileExistsError, FileNotFoundError))
 
 
