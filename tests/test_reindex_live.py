@@ -281,3 +281,22 @@ def test_reindex_and_processes_opening_the_catalog_meanwhile_neither_fail(vault_
     assert failures == [] and opened, "\n".join(failures[:3])
     assert [hit.note.text.strip() for hit in Vault(vault_dir).recall("runbook 7 ops wiki")][:1] == \
         ["Runbook 7 lives in the ops wiki"]
+
+
+def test_caches_a_killed_reindex_left_aside_go_at_the_next_and_git_ignores_them(vault_dir):
+    """reindex moves each cache folder aside before deleting it (a database's -wal and -shm files go
+    with it in one rename); a reindex killed in between leaves the folder aside: the next deletes it."""
+    from vaultmem.search.engine import rebuild_indexes
+
+    vault = Vault(vault_dir)
+    vault.add("The staging database is Postgres 16", namespace="work")
+    left = vault.state_dir / ".cache.deleting-4242-0badf00d"
+    (left / "sub").mkdir(parents=True)
+    (left / "sub" / "catalog.sqlite-wal").write_bytes(b"x" * 100)
+    subprocess.run(["git", "init", "-q", str(vault_dir)], check=True)
+    ignored = subprocess.run(["git", "-C", str(vault_dir), "check-ignore", "-q", str(left / "sub")])
+    assert ignored.returncode == 0
+    rebuild_indexes(Vault(vault_dir))
+    assert not left.exists()
+    assert sorted(p.name for p in vault.state_dir.iterdir() if ".deleting-" in p.name) == []
+    assert Vault(vault_dir).recall("staging database")[0].note.text.startswith("The staging database")

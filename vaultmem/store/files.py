@@ -384,9 +384,25 @@ def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
 
 
 def remove_tree(folder: Path, attempts: int = 20) -> None:
-    """Delete a folder other processes may be creating files in meanwhile (a cache a reader opens
-    while `reindex` deletes it): shutil.rmtree gives up with "Directory not empty" when a file
-    appears behind it; the files made since are deleted too, by another try."""
+    """Delete a folder other processes may open files in meanwhile (the caches `reindex` makes
+    anew while hooks and watchers read them). It is first moved aside in one rename: SQLite
+    names a database's -wal and -shm files after its path, and deleting the files one by one
+    let a process opening the path meanwhile pair a new catalog with the old one's WAL
+    ("database disk image is malformed"). What is left aside by a process killed mid-way is
+    deleted by the next call."""
+    folder = Path(folder)
+    for leftover in folder.parent.glob(f".{folder.name}.deleting-*"):
+        _remove_quiet_tree(leftover, attempts)
+    aside = folder.with_name(f".{folder.name}.deleting-{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        os.rename(folder, aside)
+    except FileNotFoundError:
+        return
+    _remove_quiet_tree(aside, attempts)
+
+
+def _remove_quiet_tree(folder: Path, attempts: int) -> None:
+    """shutil.rmtree, tried again if a file appears behind it ("Directory not empty")."""
     for attempt in range(attempts):
         try:
             shutil.rmtree(folder)
