@@ -56,6 +56,11 @@ def alternating(runs: int, before: str | None, work: Path, after: str = "this ch
             yield run, arm, code
 
 
+def counted_cells(counts, kinds, total: int) -> str:
+    """Table cells "n (share%)", one per kind, shares of `total`."""
+    return " | ".join(f"{counts[k]} ({100 * counts[k] / max(total, 1):.1f}%)" for k in kinds)
+
+
 def one_run(seed: int, reindexes: int, code: Path | None, work: Path) -> collections.Counter:
     env = dict(os.environ, VAULTMEM_MODEL="stand-in", VAULTMEM_AUTOWATCH="off", VAULTMEM_AUTODECAY="off")
     env.pop("VAULTMEM_VAULT", None)
@@ -138,7 +143,7 @@ def main() -> None:
         print("|---|---:|---:|" + "---:|" * len(KINDS) + "---:|---:|")
         for arm, counts in totals.items():
             answers = sum(counts[k] for k in KINDS)
-            cells = " | ".join(f"{counts[k]} ({100 * counts[k] / max(answers, 1):.1f}%)" for k in KINDS)
+            cells = counted_cells(counts, KINDS, answers)
             print(f"| {arm} | {args.runs} × {args.reindexes} | {answers} | {cells} "
                   f"| {counts['died']} of {args.runs} | {counts['failed reindex']} |")
     finally:

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_perf import machine_facts  # noqa: E402
-from reindex_live import alternating  # noqa: E402
+from reindex_live import alternating, counted_cells  # noqa: E402
 
 KINDS = ("right", "empty", "wrong", "failed")
 WANTED = "The teal pipeline deploys staging on Fridays"
@@ -115,7 +115,7 @@ def main() -> None:
             counts = collections.Counter(kind for kind, _s in answers)
             times = sorted(s for kind, s in answers if kind in KINDS)
             recalls = len(times)
-            cells = " | ".join(f"{counts[k]} ({100 * counts[k] / max(recalls, 1):.1f}%)" for k in KINDS)
+            cells = counted_cells(counts, KINDS, recalls)
             print(f"| {arm} | {recalls} | {cells} | {times[len(times) // 2]:.2f} / {times[-1]:.2f} "
                   f"| {counts['reindex failed']} |")
     finally:
