@@ -186,15 +186,16 @@ def test_a_long_import_lets_other_writers_and_readers_in_between_its_batches(vau
 
 
 HOLD_REINDEX = """
-import shutil, sys
+import sys
 from vaultmem.search.engine import engine_for
+from vaultmem.store.files import remove_tree
 from vaultmem.vault import Vault
 vault = Vault(sys.argv[1])
 with engine_for(vault)._index_lock():  # what rebuild_indexes does first; then it builds for a while
     print("locked", flush=True)
     sys.stdin.readline()
     for cache in (vault.cache_dir, vault.state_dir / "index"):
-        shutil.rmtree(cache)
+        remove_tree(cache)
     print("deleted", flush=True)
     sys.stdin.readline()
 """
