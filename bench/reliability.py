@@ -1,7 +1,8 @@
 """Races a person's editor against vaultmem's writes, many times with random timing.
 
 Each race runs a real editor in another process (saving by temp file +
-rename, as Obsidian and most editors do, or renaming/moving the note) while
+rename, as Obsidian and most editors do, or moving the note back and forth
+between two folders and, every third move, into a folder made just before) while
 vaultmem grades the same note, through the Python API or the CLI, with random
 pauses on both sides. Afterwards it counts what a user would notice:
 
@@ -63,7 +64,11 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                 temp.write_text(f"{text.rstrip()}\n{MARKER}{count}\n", encoding="utf-8")
                 os.replace(temp, current)
             else:
-                target = folders[(count + 1) % 2] / current.name
+                # Mostly back and forth between two folders; every third move into a folder made
+                # just before (a person sorting notes into a new sub-folder).
+                folder = folders[0].with_name(f"{folders[0].name}-new-{count}") if count % 3 == 2 \
+                    else folders[(count + 1) % 2]
+                target = folder / current.name
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(current, target)
                 current = target

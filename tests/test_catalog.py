@@ -248,6 +248,30 @@ def test_notes_that_start_alike_take_the_next_free_number_and_never_a_taken_name
     assert (vault.root / f"memories/work/{stem}-5.md").read_text().endswith("mine\n")
 
 
+def test_a_note_moved_to_a_new_folder_while_a_grade_writes_it_is_found_by_the_next_grade(vault, monkeypatch):
+    """A person makes a folder and moves the note into it the instant vaultmem's grade has
+    written it, before the catalog takes its folders' mtimes (found by bench/reliability.py's
+    moves race: every later grade failed with "no note with id" until the full check)."""
+    note = vault.add("The staging database listens on port 5433", "race", merge=False, supersede=False).note
+    Vault(vault.root).grade(note.id, "good")  # the folders are known and taken as of our own write
+    moved = vault.root / "memories" / "race-moved" / (vault.root / note.path).name
+    real_write_rows = catalog_module.Catalog._write_rows
+
+    def person_moves_it(self, rows, gen):
+        if rows and not moved.exists():
+            moved.parent.mkdir()
+            os.rename(vault.root / rows[0][0], moved)
+        return real_write_rows(self, rows, gen)
+
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 3600.0)
+    monkeypatch.setattr(catalog_module.Catalog, "_write_rows", person_moves_it)
+    Vault(vault.root).grade(note.id, "good")
+    monkeypatch.setattr(catalog_module.Catalog, "_write_rows", real_write_rows)
+    graded = Vault(vault.root).grade(note.id, "good")
+    assert graded.path == moved.relative_to(vault.root).as_posix() and graded.reps == 3
+    assert [p.name for p in vault.root.rglob("*.md") if note.id in p.read_text()] == [moved.name]
+
+
 def test_a_folder_check_sees_only_that_folder_and_a_removed_folder_takes_its_sub_folders(vault_dir):
     """The folder check reads a folder's notes by a range of paths: folders whose names only
     start alike (`work-old`, `work.2`, `work0`) are other folders, a sub-folder is not the

@@ -500,26 +500,32 @@ class Catalog:
             gen = self._next_generation()
             self._write_rows(rows, gen)
             self._remove(list(moved_from), gen)
-            self._note_folders({row[0] for row in rows} | set(moved_from))
+            self._note_folders({row[0]: (row[3], row[4]) for row in rows}, moved_from)
 
-    def _note_folders(self, paths: set[str]) -> None:
+    def _note_folders(self, written: dict[str, tuple[int, int]], moved_from: Iterable[str]) -> None:
         """Our own write moved the mtimes of these files' folders: take the new ones, so the
-        next call does not list them again. (A hand change there in the same instant is
-        still caught by the periodic full check.)"""
+        next call does not list them again.
+
+        Only a file's own folder, and only while the file is still as written (and a moved
+        one still gone) once that folder's mtime is taken: a person's rename of it in between
+        leaves the old mtime, so the folder is listed again. A parent folder is never taken:
+        its mtime moves only when a sub-folder is made or removed, ours or a person's made in
+        the same instant, and taking it would hide that sub-folder until the full check. (A
+        person's change to another file of the same folder in the same instant as our write
+        is still caught by the full check.)"""
         if self.db.execute("SELECT 1 FROM folders LIMIT 1").fetchone() is None:
             return  # never scanned: the first refresh does a full check anyway
-        folders = set()
-        for rel in paths:
-            folder = rel.rpartition("/")[0]
-            while folder and folder not in folders:
-                folders.add(folder)
-                folder = folder.rpartition("/")[0]
+        expected: dict[str, dict[str, tuple[int, int] | None]] = {}
+        for rel, stamp in [*written.items(), *((rel, None) for rel in moved_from)]:
+            expected.setdefault(rel.rpartition("/")[0], {})[rel] = stamp
         stamps = []
-        for folder in sorted(folders):
+        for folder, files in sorted(expected.items()):
             try:
-                stamps.append((folder, os.stat(self.root / folder).st_mtime_ns))
+                mtime = os.stat(self.root / folder).st_mtime_ns
             except OSError:
                 continue
+            if all(_stamp_of(self.root / rel) == stamp for rel, stamp in files.items()):
+                stamps.append((folder, mtime))
         self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", stamps)
 
     # ------------------------------------------------------------ reading
@@ -735,6 +741,15 @@ def _meta(db: sqlite3.Connection, key: str) -> str | None:
     except sqlite3.OperationalError:
         return None
     return None if row is None else row[0]
+
+
+def _stamp_of(path: Path) -> tuple[int, int] | None:
+    """(mtime_ns, size) of a file, None when it is not there."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 def _decode(path: Path, data: bytes, max_bytes: int) -> str:
