@@ -4,7 +4,9 @@ Each race runs a real editor in another process (saving by temp file +
 rename, as Obsidian and most editors do, or moving the note back and forth
 between two folders and, every third move, into a folder made just before) while
 vaultmem grades the same note, through the Python API or the CLI, with random
-pauses on both sides. Afterwards it counts what a user would notice:
+pauses on both sides. A third API race has vaultmem archive and restore the note in
+turn while the editor moves it (a move of its own against the person's; the editor
+finds the note wherever vaultmem put it). Afterwards it counts what a user would notice:
 
 - saves: the editor's saves made while grades ran; each appends a marker line
   to the body, on top of the file as it found it;
@@ -13,9 +15,10 @@ pauses on both sides. Afterwards it counts what a user would notice:
   swapped a save out and the editor kept saving too fast for it to merge it back in
   (the grade then fails with an error naming that file);
 - dupes: extra files holding the note's id (a move turned into a copy);
-- failed: grades that failed for any reason but ConflictError (exit 3, "try again").
+- failed: writes that failed for any reason but ConflictError (exit 3, "try again"),
+  an error that is not vaultmem's own one-line error (a raw FileNotFoundError) included.
 
-A third race adds contradicting memories from parallel processes ("service
+Another race adds contradicting memories from parallel processes ("service
 alpha listens on port N"): every older one must end superseded exactly once,
 each supersede linked both ways, one active at the end.
 
@@ -53,6 +56,7 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
     """Save or move the note until `stop` exists; print how many times."""
     rng = random.Random(seed)
     folders = [path.parent, path.parent.parent / (path.parent.name + "-moved")]
+    vault = path.parents[2]  # the note is at VAULT/memories/NAMESPACE/
     count = 0
     current = path
     while not stop.exists():
@@ -74,6 +78,9 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                 current = target
             count += 1
         except FileNotFoundError:
+            if mode == "move":  # vaultmem moved it (archive, restore): the person finds it where it is now
+                current = next((p for p in vault.rglob(current.name)
+                                if not any(part.startswith(".") for part in p.relative_to(vault).parts)), current)
             continue
     print(count)
 
@@ -85,8 +92,10 @@ def _start_editor(path: Path, stop: Path, mode: str, seed: int, pause: float) ->
 
 # ---------------------------------------------------------------- races
 
-def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pause: float = 0.004) -> dict:
-    """One note, `grades` grades through `via` while the editor saves or moves it."""
+def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pause: float = 0.004,
+         op: str = "grade") -> dict:
+    """One note, `grades` writes through `via` while the editor saves or moves it: grades, or
+    (`op="archive"`, API only) archive and restore in turn, which move the note themselves."""
     from vaultmem.errors import ConflictError, VaultmemError
     from vaultmem.vault import Vault, init_vault
 
@@ -107,12 +116,20 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
             time.sleep(rng.uniform(0, pause))
             if via == "api":
                 try:
-                    Vault(root).grade(note.id, "good")
+                    writer = Vault(root)
+                    if op == "grade":
+                        writer.grade(note.id, "good")
+                    elif writer.get(note.id).status == "archived":
+                        writer.restore(note.id)
+                    else:
+                        writer.archive(note.id)
                     ok += 1
                 except ConflictError:
                     conflicts += 1
                 except VaultmemError as exc:
                     failures.append(str(exc))
+                except OSError as exc:  # not a clear one-line error: what a user must never see
+                    failures.append(f"{type(exc).__name__}: {exc}")
             else:
                 done = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), "grade", note.id,
                                        "good", "-q"], env=env, capture_output=True, text=True)
@@ -131,15 +148,16 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     aside = {m for kept_file in root.rglob(".*.saved-*")
              for m in re.findall(rf"{MARKER}(\d+)", kept_file.read_text(encoding="utf-8"))} - kept
     lost = saves - len(kept | aside) if mode == "save" else 0
-    reps = _reps(text)
-    return {"race": f"{'saves' if mode == 'save' else 'moves'} during grades ({via})", "events": saves,
-            "grades ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
+    reps = _reps(text) if op == "grade" else ""
+    writes = "grades" if op == "grade" else "archives/restores"
+    return {"race": f"{'saves' if mode == 'save' else 'moves'} during {writes} ({via})", "events": saves,
+            "writes ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
             "aside": len(aside) if mode == "save" else 0,
             "dupes": max(0, len(holders) - 1), "reps": reps, "first failure": failures[0] if failures else ""}
 
 
 # A save made from an older read replaces the grades made since (the person's file wins), so
-# `reps` counts every grade only in the moves race: there it must equal "grades ok".
+# `reps` counts every grade only in the moves race: there it must equal "writes ok".
 
 
 def _reps(text: str) -> int:
@@ -171,7 +189,7 @@ def contradicting_adds(root: Path, processes: int, per_process: int, model: str 
     supersedes = [n.supersedes for n in notes if n.supersedes]
     twice = len(supersedes) - len(set(supersedes))
     return {"race": f"contradicting adds ({processes} processes x {per_process})", "events": len(notes),
-            "grades ok": "", "conflicts": "", "failed": sum(1 for c in codes if c), "lost": processes * per_process
+            "writes ok": "", "conflicts": "", "failed": sum(1 for c in codes if c), "lost": processes * per_process
             - len(notes), "dupes": twice, "reps": "", "active": len(active), "unlinked": len(unlinked),
             "seconds": round(seconds, 1)}
 
@@ -180,7 +198,8 @@ def contradicting_adds(root: Path, processes: int, per_process: int, model: str 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--grades", type=int, default=400, help="API grades per race (2 races: saves, moves)")
+    parser.add_argument("--grades", type=int, default=400,
+                        help="API grades per race (2 races: saves, moves; half as many archives/restores in a third)")
     parser.add_argument("--cli-grades", type=int, default=150, help="CLI grades per race")
     parser.add_argument("--rounds", type=int, default=3, help="repeat each API race with another seed")
     parser.add_argument("--adds", default="8x25", help="PROCESSESxADDS for the contradicting adds")
@@ -192,13 +211,15 @@ def main() -> None:
         for seed in range(args.rounds):
             for mode in ("save", "move"):
                 rows.append(race(work / f"api-{mode}-{seed}", mode, args.grades, "api", seed, PAUSE[mode]))
+            rows.append(race(work / f"api-archive-{seed}", "move", args.grades // 2, "api", seed, PAUSE["move"],
+                             op="archive"))
         if args.cli_grades:
             for mode in ("save", "move"):
                 rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))
         processes, per = (int(x) for x in args.adds.split("x"))
         rows.append(contradicting_adds(work / "adds-parallel", processes, per))
         rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
-    columns = ["race", "events", "grades ok", "reps", "conflicts", "failed", "lost", "aside", "dupes", "active",
+    columns = ["race", "events", "writes ok", "reps", "conflicts", "failed", "lost", "aside", "dupes", "active",
                "unlinked"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))

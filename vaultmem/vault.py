@@ -660,11 +660,27 @@ class Vault:
     def archive(self, note_id: str, reason: str = "manual") -> Note:
         """Move a note to archive/ (same relative path), logging a snapshot. Never deletes."""
         self.screen_names(reason=reason)
-        with self.write_lock():
-            note = self.get(note_id)
+
+        def archive_found(note: Note) -> Note:
             if note.path.startswith(ARCHIVE_DIR + "/"):
                 raise BadInput(f"{note.id} is already archived ({note.path})")
             return self._move_to_archive(note, {"status": "archived"}, reason)
+
+        with self.write_lock():
+            return self._where_it_is_now(note_id, archive_found)
+
+    def _where_it_is_now(self, note_id: str, act: Callable[[Note], Note]) -> Note:
+        """`act` on the note as found now; when a person moves its file meanwhile (before
+        vaultmem's own move, or just after it: FileNotFoundError), find it again by its id
+        and act where it is now, as update_note does for a change in place."""
+        for _attempt in range(WRITE_RETRIES):
+            note = self.get(note_id)
+            try:
+                return act(note)
+            except FileNotFoundError:
+                continue
+        raise ConflictError(f"note {note_id} kept moving while vaultmem tried to move it; "
+                            "nothing was written, try again")
 
     def _job(self, found: Note, change: Callable[[Note], dict], found_digest: str | None = None,
              properties: dict | None = None):
@@ -734,21 +750,24 @@ class Vault:
         """
         now = clock.now()
         with self.write_lock():
-            note = self.get(note_id)
-            if note.path.startswith(ARCHIVE_DIR + "/"):
-                target_rel = note.path[len(ARCHIVE_DIR) + 1:]
-                _before, after, _text = self._move(note, target_rel,
-                                                   {"status": "active", "updated": now, "decayed": now}, "restore")
-                append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
-                                                "time": clock.format_datetime(now)})
-                return after
-            if note.status in ("suspended", "archived", "stale"):
-                _before, after = self.update_note(
-                    note.id, lambda n: {"status": "active", "updated": now, "decayed": now}, op="restore")
-                append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": note.path,
-                                                "time": clock.format_datetime(now), "status_before": note.status})
-                return after
-            raise BadInput(f"{note.id} is {note.status}, not archived or suspended; nothing to restore")
+            return self._where_it_is_now(note_id, lambda note: self._restore_found(note, now))
+
+    def _restore_found(self, note: Note, now: datetime) -> Note:
+        """restore() for the note as found: moved back from archive/, or its status made active."""
+        if note.path.startswith(ARCHIVE_DIR + "/"):
+            target_rel = note.path[len(ARCHIVE_DIR) + 1:]
+            _before, after, _text = self._move(note, target_rel,
+                                               {"status": "active", "updated": now, "decayed": now}, "restore")
+            append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
+                                            "time": clock.format_datetime(now)})
+            return after
+        if note.status in ("suspended", "archived", "stale"):
+            _before, after = self.update_note(
+                note.id, lambda n: {"status": "active", "updated": now, "decayed": now}, op="restore")
+            append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": note.path,
+                                            "time": clock.format_datetime(now), "status_before": note.status})
+            return after
+        raise BadInput(f"{note.id} is {note.status}, not archived or suspended; nothing to restore")
 
     def decay(self, stale_after_days: float | None = None, dry_run: bool = False) -> list[DecayStep]:
         """Apply idle decay and the lifecycle to every note; returns what changed."""
