@@ -82,6 +82,29 @@ def test_archive_and_restore_follow_a_note_a_person_moves_meanwhile(vault, monke
     assert holders == [restored.path] == [sorted_into[1]]
 
 
+def test_a_folder_renamed_as_a_grade_lands_gets_the_grade_once(vault, monkeypatch):
+    """A person renames the note's folder (its namespace) just after vaultmem's exchange put
+    the new text in: the grade is done, and counted once (the steps after the exchange
+    used to fail on the old folder name, and the grade was made again on top)."""
+    note = vault.add("The staging database listens on port 5433", "work", merge=False, supersede=False).note
+    real_exchange = files.exchange
+    renamed = []
+
+    def person_renames_the_folder(first, second, folder=None):
+        done = real_exchange(first, second, folder)
+        if not renamed:
+            os.rename(vault.root / "memories" / "work", vault.root / "memories" / "job")
+            renamed.append(True)
+        return done
+
+    monkeypatch.setattr(files, "exchange", person_renames_the_folder)
+    graded = Vault(vault.root).grade(note.id, "good")
+    assert renamed and graded.reps == 1
+    again = Vault(vault.root).get(note.id)
+    assert (again.path, again.reps) == (f"memories/job/{Path(note.path).name}", 1)
+    assert [p.name for p in (vault.root / "memories" / "job").iterdir()] == [Path(note.path).name]  # no temp left
+
+
 def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path, monkeypatch):
     """The person saves between vaultmem's check and its exchange: their save is swapped
     out, put straight back, and the change re-applied on top of it."""
@@ -90,11 +113,11 @@ def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path,
     real_exchange = files.exchange
     calls = []
 
-    def person_saves_first(tmp, target):
+    def person_saves_first(tmp, target, folder=None):
         if not calls:
             os.replace(_save(target, "---\nreps: 0\n---\nbody\nperson's line\n"), target)
         calls.append(target)
-        return real_exchange(tmp, target)
+        return real_exchange(tmp, target, folder)
 
     monkeypatch.setattr(files, "exchange", person_saves_first)
     base, new = files.rewrite(path, lambda text: text.replace("reps: 0", "reps: 1"), bytes.decode)
@@ -114,13 +137,13 @@ def _race_in_the_exchange(monkeypatch, second_save):
     real_exchange = files.exchange
     calls = []
 
-    def person(tmp, target):
+    def person(tmp, target, folder=None):
         calls.append(target)
         if len(calls) == 1:
             os.replace(_save(target, FIRST_SAVE), target)
         elif len(calls) == 2:
-            return second_save(target, lambda: real_exchange(tmp, target))
-        return real_exchange(tmp, target)
+            return second_save(target, lambda: real_exchange(tmp, target, folder))
+        return real_exchange(tmp, target, folder)
 
     monkeypatch.setattr(files, "exchange", person)
 
@@ -160,7 +183,7 @@ def test_a_save_built_on_our_first_text_displaced_in_a_later_round_keeps_both_sa
     real_exchange = files.exchange
     calls, read = [], []
 
-    def person(tmp, target):
+    def person(tmp, target, folder=None):
         calls.append(target)
         if len(calls) == 1:
             os.replace(_save(target, FIRST_SAVE), target)
@@ -168,7 +191,7 @@ def test_a_save_built_on_our_first_text_displaced_in_a_later_round_keeps_both_sa
             read.append(target.read_text())  # our first text, in place for this instant
         elif len(calls) == 3:
             os.replace(_save(target, read[0] + "second save\n"), target)
-        return real_exchange(tmp, target)
+        return real_exchange(tmp, target, folder)
 
     monkeypatch.setattr(files, "exchange", person)
     files.rewrite(path, _grade, bytes.decode)
@@ -249,7 +272,7 @@ def test_a_save_that_cannot_take_the_change_stays_and_the_error_names_it(tmp_pat
 
 def test_without_exchange_the_check_still_catches_a_save(tmp_path, monkeypatch):
     """Where renameat2/renamex_np are missing, compare-then-replace still re-applies."""
-    monkeypatch.setattr(files, "exchange", lambda a, b: False)
+    monkeypatch.setattr(files, "exchange", lambda a, b, folder=None: False)
     path = tmp_path / "note.md"
     path.write_text("---\nreps: 0\n---\nbody\n")
     seen = []

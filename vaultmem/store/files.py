@@ -152,11 +152,12 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
                                     "nothing was written, try again")
             break
         tmp = _temp_copy(path, data, stat.S_IMODE(seen.st_mode))
-        try:
-            if _place(tmp, path, seen, new, displaced):
-                break
-        finally:
-            _unlink(tmp)
+        with _open_folder(tmp) as folder:
+            try:
+                if _place(tmp, path, seen, new, displaced, folder):
+                    break
+            finally:
+                _unlink(tmp, folder)
     if not in_batch():  # in a batch, the rename is made durable by the batch's one sync
         fsync_dir(path.parent)
     if failure is not None:
@@ -285,13 +286,14 @@ def rewrite_many(jobs: list[Job], spares: SpareFiles | None = None) -> list[tupl
     for number, path, tmp, seen in staged:
         displaced = []
         try:
-            placed = _place(tmp, path, seen, results[number][1], displaced)
+            with _open_folder(tmp) as folder:
+                placed = _place(tmp, path, seen, results[number][1], displaced, folder)
+                if not (placed and spares is not None and spares.keep(tmp, seen)):
+                    _unlink(tmp, folder)
         except OSError as exc:
             _unlink(tmp)
             results[number] = exc
             continue
-        if not (placed and spares is not None and spares.keep(tmp, seen)):
-            _unlink(tmp)
         if placed:
             continue
         try:  # changed since we read it: the careful way, one note at a time
@@ -330,18 +332,21 @@ def _libc_syncfs():
 _SYNCFS = None
 
 
-def _place(tmp: Path, path: Path, seen: os.stat_result, exposed: str, displaced: list[Displaced]) -> bool:
+def _place(tmp: Path, path: Path, seen: os.stat_result, exposed: str, displaced: list[Displaced],
+           folder: int) -> bool:
     """Put `tmp` (our text `exposed`) at `path` if the file there is still `seen`; True if
-    it went in. A save it swapped out on the way is added to `displaced` (see `rewrite`)."""
-    if not _same_file(os.stat(path), seen):
+    it went in. A save it swapped out on the way is added to `displaced` (see `rewrite`).
+    `folder`: the two files' folder, open (see _swap_in)."""
+    name, within = _in_folder(path, folder)
+    if not _same_file(os.stat(name, **within), seen):
         return False
-    placed, save = _swap_in(tmp, path, seen)
+    placed, save = _swap_in(tmp, path, seen, folder)
     if not placed and save is not None:
         displaced.append(Displaced(exposed=exposed, save=save))
     return placed
 
 
-def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> tuple[bool, bytes | None]:
+def _swap_in(tmp: Path, path: Path, seen: os.stat_result, folder: int) -> tuple[bool, bytes | None]:
     """Put `tmp` at `path` if what is there is still the file `seen`.
 
     Returns (whether it went in, the bytes of the save it swapped out if not).
@@ -351,20 +356,26 @@ def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> tuple[bool, bytes |
     place for an instant, so the file there now may be built on it and lack the
     save we swapped out: `rewrite` merges that save back in. Until then every
     save is on disk: a crash leaves it in `tmp` as a hidden file, never lost.
-    Without exchange: a plain replace (the check just before is all there is)."""
-    ours = os.stat(tmp)
-    if not exchange(tmp, path):
+    Without exchange: a plain replace (the check just before is all there is).
+
+    The exchanges and the steps after them name the files within `folder`, opened
+    before: a person renaming it meanwhile (the note's namespace) cannot make a step
+    fail once our text is in, which would look like "nothing written" and have the
+    caller apply its change a second time (a grade counted twice)."""
+    temp, within = _in_folder(tmp, folder)
+    ours = os.stat(temp, **within)
+    if not exchange(tmp, path, folder):
         os.replace(tmp, path)
         return True, None
-    first_out = os.open(tmp, os.O_RDONLY)  # the save itself, wherever the renames take it
+    first_out = os.open(temp, os.O_RDONLY, **within)  # the save itself, wherever the renames take it
     try:
         out = os.fstat(first_out)
         if _same_file(out, seen):
             return True, None
         placed = ours
         while True:
-            exchange(tmp, path)
-            came_out = os.stat(tmp)
+            exchange(tmp, path, folder)
+            came_out = os.stat(temp, **within)
             if _same_file(came_out, placed):
                 break
             placed = out
@@ -374,6 +385,24 @@ def _swap_in(tmp: Path, path: Path, seen: os.stat_result) -> tuple[bool, bytes |
             return False, handle.read()
     finally:
         os.close(first_out)
+
+
+@contextmanager
+def _open_folder(path: Path):
+    """The folder `path` is in, open (a descriptor) while the block runs."""
+    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        yield folder
+    finally:
+        os.close(folder)
+
+
+def _in_folder(path: Path, folder: int | None) -> tuple[str | Path, dict]:
+    """How os.open, os.stat and os.unlink name `path` inside its open `folder`: by name
+    with dir_fd where the system can, else by its whole path."""
+    if folder is not None and {os.open, os.stat, os.unlink} <= os.supports_dir_fd:
+        return path.name, {"dir_fd": folder}
+    return path, {}
 
 
 def _read_with_identity(path: Path) -> tuple[bytes, os.stat_result]:
@@ -536,9 +565,11 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _unlink(path: Path) -> None:
+def _unlink(path: Path, folder: int | None = None) -> None:
+    """Delete `path` if it is there (inside `folder`, open, when given: see _swap_in)."""
+    name, within = _in_folder(path, folder)
     try:
-        os.unlink(path)
+        os.unlink(name, **within)
     except FileNotFoundError:
         pass
 

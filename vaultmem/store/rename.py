@@ -49,15 +49,23 @@ def _native():
     return None
 
 
-def _call(source: Path, target: Path, which: int) -> bool:
-    """One native rename with flag `which` (0: exchange, 1: no-replace); False when unsupported."""
+def _call(source: Path, target: Path, which: int, folder: int | None = None) -> bool:
+    """One native rename with flag `which` (0: exchange, 1: no-replace); False when unsupported.
+    `folder`: an open descriptor of the folder both files are in, taken by name in it where
+    the system allows (Linux)."""
     native = _native()
     if native is None:
         return False
     function, exchange_flag, noreplace_flag, with_dirs = native
     flag = exchange_flag if which == 0 else noreplace_flag
+    if with_dirs and folder is not None:
+        return _checked(function(folder, os.fsencode(source.name), folder, os.fsencode(target.name), flag), target)
     old, new = os.fsencode(source), os.fsencode(target)
-    result = function(_AT_FDCWD, old, _AT_FDCWD, new, flag) if with_dirs else function(old, new, flag)
+    return _checked(function(_AT_FDCWD, old, _AT_FDCWD, new, flag) if with_dirs else function(old, new, flag), target)
+
+
+def _checked(result: int, target: Path) -> bool:
+    """True when the rename was made, False when the system cannot make it; else its OSError."""
     if result == 0:
         return True
     code = ctypes.get_errno()
@@ -66,10 +74,11 @@ def _call(source: Path, target: Path, which: int) -> bool:
     raise OSError(code, os.strerror(code), str(target))
 
 
-def exchange(first: Path, second: Path) -> bool:
+def exchange(first: Path, second: Path, folder: int | None = None) -> bool:
     """Swap two existing files atomically. False where the system cannot (nothing moved);
-    FileNotFoundError when either is gone."""
-    return _call(first, second, 0)
+    FileNotFoundError when either is gone. `folder`: an open descriptor of the folder both
+    are in: the swap happens in that folder even if a person renamed it meanwhile (Linux)."""
+    return _call(first, second, 0, folder)
 
 
 def move_no_replace(source: Path, target: Path) -> None:
