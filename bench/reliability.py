@@ -6,7 +6,8 @@ between two folders and, every third move, into a folder made just before) while
 vaultmem grades the same note, through the Python API or the CLI, with random
 pauses on both sides. A third API race has vaultmem archive and restore the note in
 turn while the editor moves it (a move of its own against the person's; the editor
-finds the note wherever vaultmem put it). Afterwards it counts what a user would notice:
+finds the note wherever vaultmem put it); a fourth grades while the person renames the
+note's folder back and forth. Afterwards it counts what a user would notice:
 
 - saves: the editor's saves made while grades ran; each appends a marker line
   to the body, on top of the file as it found it;
@@ -47,13 +48,14 @@ if str(ROOT) not in sys.path:
 MARKER = "edit-mark-"
 # The editor's longest pause between two saves / two moves (seconds, random below it): saves
 # far faster than a person types; a move every 25 ms on average, far faster than anyone moves.
-PAUSE = {"save": 0.004, "move": 0.05}
+PAUSE = {"save": 0.004, "move": 0.05, "folder": 0.05}
+WHAT = {"save": "saves", "move": "moves", "folder": "folder renames"}
 
 
 # ---------------------------------------------------------------- the editor (another process)
 
 def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
-    """Save or move the note until `stop` exists; print how many times."""
+    """Save or move the note, or rename its folder, until `stop` exists; print how many times."""
     rng = random.Random(seed)
     folders = [path.parent, path.parent.parent / (path.parent.name + "-moved")]
     vault = path.parents[2]  # the note is at VAULT/memories/NAMESPACE/
@@ -67,6 +69,10 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                 temp = current.with_name(f".{current.name}.editor-{count}")
                 temp.write_text(f"{text.rstrip()}\n{MARKER}{count}\n", encoding="utf-8")
                 os.replace(temp, current)
+            elif mode == "folder":  # the namespace renamed back and forth, the note in it
+                there = folders[1] if current.parent == folders[0] else folders[0]
+                os.rename(current.parent, there)
+                current = there / current.name
             else:
                 # Mostly back and forth between two folders; every third move into a folder made
                 # just before (a person sorting notes into a new sub-folder).
@@ -150,14 +156,14 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     lost = saves - len(kept | aside) if mode == "save" else 0
     reps = _reps(text) if op == "grade" else ""
     writes = "grades" if op == "grade" else "archives/restores"
-    return {"race": f"{'saves' if mode == 'save' else 'moves'} during {writes} ({via})", "events": saves,
+    return {"race": f"{WHAT[mode]} during {writes} ({via})", "events": saves,
             "writes ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
             "aside": len(aside) if mode == "save" else 0,
             "dupes": max(0, len(holders) - 1), "reps": reps, "first failure": failures[0] if failures else ""}
 
 
 # A save made from an older read replaces the grades made since (the person's file wins), so
-# `reps` counts every grade only in the moves race: there it must equal "writes ok".
+# `reps` counts every grade only in the moves and folder races: there it must equal "writes ok".
 
 
 def _reps(text: str) -> int:
@@ -199,7 +205,7 @@ def contradicting_adds(root: Path, processes: int, per_process: int, model: str 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grades", type=int, default=400,
-                        help="API grades per race (2 races: saves, moves; half as many archives/restores in a third)")
+                        help="API grades per race (saves, moves, folder renames; half as many archives/restores)")
     parser.add_argument("--cli-grades", type=int, default=150, help="CLI grades per race")
     parser.add_argument("--rounds", type=int, default=3, help="repeat each API race with another seed")
     parser.add_argument("--adds", default="8x25", help="PROCESSESxADDS for the contradicting adds")
@@ -213,6 +219,7 @@ def main() -> None:
                 rows.append(race(work / f"api-{mode}-{seed}", mode, args.grades, "api", seed, PAUSE[mode]))
             rows.append(race(work / f"api-archive-{seed}", "move", args.grades // 2, "api", seed, PAUSE["move"],
                              op="archive"))
+            rows.append(race(work / f"api-folder-{seed}", "folder", args.grades, "api", seed, PAUSE["folder"]))
         if args.cli_grades:
             for mode in ("save", "move"):
                 rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))

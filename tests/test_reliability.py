@@ -39,6 +39,14 @@ def test_moves_racing_grades_never_duplicate_and_lose_no_grade(tmp_path):
 
 
 @pytest.mark.slow
+def test_folder_renames_racing_grades_count_every_grade_once(tmp_path):
+    row = reliability.race(tmp_path / "vault", "folder", grades=80, via="api", seed=4, pause=0.05)
+    assert row["events"] >= 20, row
+    assert row["dupes"] == 0 and row["failed"] == 0, (row["first failure"], row)
+    assert row["reps"] == row["writes ok"] > 0, row  # none lost, none made twice
+
+
+@pytest.mark.slow
 def test_moves_racing_archives_and_restores_never_fail_or_duplicate(tmp_path):
     """vaultmem's own moves (archive, restore) against a person's: each finds the note again
     where the person put it. Before, 1 in 20 failed: a raw FileNotFoundError, or "no note with id"."""
