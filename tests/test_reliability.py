@@ -113,6 +113,26 @@ def test_a_folder_renamed_as_a_grade_lands_gets_the_grade_once(vault, monkeypatc
     assert [p.name for p in (vault.root / "memories" / "job").iterdir()] == [Path(note.path).name]  # no temp left
 
 
+def test_an_add_whose_folder_a_person_renames_as_it_lands_is_made_again_and_leaves_no_temp(vault, monkeypatch):
+    first = vault.add("The staging database listens on port 5433", "work", merge=False, supersede=False).note
+    real_move = files.move_no_replace
+    renamed = []
+
+    def person_renames_the_folder(source, target):
+        if not renamed:
+            os.rename(vault.root / "memories" / "work", vault.root / "memories" / "job")
+            renamed.append(True)
+        return real_move(source, target)
+
+    monkeypatch.setattr(files, "move_no_replace", person_renames_the_folder)
+    added = Vault(vault.root).add("The build server is called hopper", "work", merge=False, supersede=False)
+    assert renamed and added.note.path.startswith("memories/work/")
+    assert "hopper" in (vault.root / added.note.path).read_text()
+    assert sorted(p.relative_to(vault.root).as_posix() for p in (vault.root / "memories").rglob("*.md")) == sorted(
+        [added.note.path, first.path.replace("memories/work/", "memories/job/")])
+    assert not [p for p in vault.root.rglob(".*") if p.suffix == files.TEMP_SUFFIX]  # no temp left behind
+
+
 def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path, monkeypatch):
     """The person saves between vaultmem's check and its exchange: their save is swapped
     out, put straight back, and the change re-applied on top of it."""

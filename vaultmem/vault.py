@@ -536,8 +536,8 @@ class Vault:
             self.check_size(rel, text)
             try:
                 create_new(self.root / rel, text)
-            except FileExistsError:
-                continue
+            except (FileExistsError, FileNotFoundError):
+                continue  # the name was taken, or a person renamed the folder meanwhile: made again
             catalog.wrote(rel, text)
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")

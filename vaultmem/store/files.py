@@ -86,12 +86,13 @@ def create_new(path: Path, text: str) -> None:
     """Write a new file atomically, refusing (FileExistsError) if one appeared at `path`
     meanwhile: a note a person just made under the same name is never replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _temp_copy(path, text, 0o644, durable=not in_batch())
-    try:
-        move_no_replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    with _open_folder(path) as folder:
+        tmp = _temp_copy(path, text, 0o644, durable=not in_batch())
+        try:
+            move_no_replace(tmp, path)
+        except BaseException:
+            _unlink(tmp, folder)  # inside the folder even if a person renamed it (FileNotFoundError)
+            raise
     if not in_batch():
         fsync_dir(path.parent)
 
@@ -477,10 +478,13 @@ def _temp_copy(path: Path, data: str | bytes, mode: int, durable: bool = True,
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if hasattr(os, "fchmod"):  # not by name where it can: the folder may be renamed meanwhile
+                os.fchmod(handle.fileno(), mode)
             if durable:
                 handle.flush()
                 os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        if not hasattr(os, "fchmod"):
+            os.chmod(tmp, mode)
     except BaseException:
         _unlink(Path(tmp))
         raise
