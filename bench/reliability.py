@@ -6,8 +6,8 @@ between two folders and, every third move, into a folder made just before) while
 vaultmem grades the same note, through the Python API or the CLI, with random
 pauses on both sides. A third API race has vaultmem archive and restore the note in
 turn while the editor moves it (a move of its own against the person's; the editor
-finds the note wherever vaultmem put it); a fourth grades while the person renames the
-note's folder back and forth. Afterwards it counts what a user would notice:
+finds the note wherever vaultmem put it); a fourth grades, and a fifth adds notes, while
+the person renames the note's folder back and forth. Afterwards it counts what a user would notice:
 
 - saves: the editor's saves made while grades ran; each appends a marker line
   to the body, on top of the file as it found it;
@@ -71,6 +71,8 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                 os.replace(temp, current)
             elif mode == "folder":  # the namespace renamed back and forth, the note in it
                 there = folders[1] if current.parent == folders[0] else folders[0]
+                if there.exists():  # vaultmem made it again meanwhile (an add): set that one aside
+                    os.rename(there, there.with_name(f"{there.name}-{count}"))
                 os.rename(current.parent, there)
                 current = there / current.name
             else:
@@ -83,7 +85,9 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                 os.rename(current, target)
                 current = target
             count += 1
-        except FileNotFoundError:
+        except OSError as exc:  # gone (vaultmem moved it), or a folder made again in that instant
+            if not isinstance(exc, FileNotFoundError) and mode != "folder":
+                raise
             if mode == "move":  # vaultmem moved it (archive, restore): the person finds it where it is now
                 current = next((p for p in vault.rglob(current.name)
                                 if not any(part.startswith(".") for part in p.relative_to(vault).parts)), current)
@@ -101,7 +105,9 @@ def _start_editor(path: Path, stop: Path, mode: str, seed: int, pause: float) ->
 def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pause: float = 0.004,
          op: str = "grade") -> dict:
     """One note, `grades` writes through `via` while the editor saves or moves it: grades, or
-    (`op="archive"`, API only) archive and restore in turn, which move the note themselves."""
+    (API only) `op="archive"`: archive and restore in turn, which move the note themselves;
+    `op="add"`: new notes in the note's folder (then `lost` counts adds that said ok and are
+    in no file, `dupes` those in two, and failed adds that left a temp file count as failed)."""
     from vaultmem.errors import ConflictError, VaultmemError
     from vaultmem.vault import Vault, init_vault
 
@@ -116,6 +122,7 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     process = _start_editor(root / note.path, stop, mode, seed, pause)
     ok = conflicts = 0
     failures: list[str] = []
+    added: list[str] = []
     env = dict(os.environ, VAULTMEM_NO_SERVER="1")
     try:
         for _ in range(grades):
@@ -125,6 +132,9 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
                     writer = Vault(root)
                     if op == "grade":
                         writer.grade(note.id, "good")
+                    elif op == "add":
+                        added.append(writer.add(f"Fact {len(added)}: port {6000 + len(added)} is service "
+                                                f"{len(added)}'s", "race", merge=False, supersede=False).note.id)
                     elif writer.get(note.id).status == "archived":
                         writer.restore(note.id)
                     else:
@@ -155,11 +165,17 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
              for m in re.findall(rf"{MARKER}(\d+)", kept_file.read_text(encoding="utf-8"))} - kept
     lost = saves - len(kept | aside) if mode == "save" else 0
     reps = _reps(text) if op == "grade" else ""
-    writes = "grades" if op == "grade" else "archives/restores"
+    dupes = max(0, len(holders) - 1)
+    if op == "add":
+        every = "".join(p.read_text(encoding="utf-8") for p in root.rglob("*.md"))
+        lost = sum(1 for i in added if f"id: {i}\n" not in every)
+        dupes = sum(1 for i in added if every.count(f"id: {i}\n") > 1)
+        failures += [f"temp file left: {p.name}" for p in root.rglob(".*.vaultmem-tmp")]
+    writes = {"grade": "grades", "archive": "archives/restores", "add": "adds"}[op]
     return {"race": f"{WHAT[mode]} during {writes} ({via})", "events": saves,
             "writes ok": ok, "conflicts": conflicts, "failed": len(failures), "lost": lost,
             "aside": len(aside) if mode == "save" else 0,
-            "dupes": max(0, len(holders) - 1), "reps": reps, "first failure": failures[0] if failures else ""}
+            "dupes": dupes, "reps": reps, "first failure": failures[0] if failures else ""}
 
 
 # A save made from an older read replaces the grades made since (the person's file wins), so
@@ -220,6 +236,8 @@ def main() -> None:
             rows.append(race(work / f"api-archive-{seed}", "move", args.grades // 2, "api", seed, PAUSE["move"],
                              op="archive"))
             rows.append(race(work / f"api-folder-{seed}", "folder", args.grades, "api", seed, PAUSE["folder"]))
+            rows.append(race(work / f"api-folder-adds-{seed}", "folder", args.grades // 2, "api", seed,
+                             PAUSE["folder"], op="add"))
         if args.cli_grades:
             for mode in ("save", "move"):
                 rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))
