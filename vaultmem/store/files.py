@@ -334,7 +334,7 @@ _SYNCFS = None
 
 
 def _place(tmp: Path, path: Path, seen: os.stat_result, exposed: str, displaced: list[Displaced],
-           folder: int) -> bool:
+           folder: int | None) -> bool:
     """Put `tmp` (our text `exposed`) at `path` if the file there is still `seen`; True if
     it went in. A save it swapped out on the way is added to `displaced` (see `rewrite`).
     `folder`: the two files' folder, open (see _swap_in)."""
@@ -347,7 +347,7 @@ def _place(tmp: Path, path: Path, seen: os.stat_result, exposed: str, displaced:
     return placed
 
 
-def _swap_in(tmp: Path, path: Path, seen: os.stat_result, folder: int) -> tuple[bool, bytes | None]:
+def _swap_in(tmp: Path, path: Path, seen: os.stat_result, folder: int | None) -> tuple[bool, bytes | None]:
     """Put `tmp` at `path` if what is there is still the file `seen`.
 
     Returns (whether it went in, the bytes of the save it swapped out if not).
@@ -388,9 +388,17 @@ def _swap_in(tmp: Path, path: Path, seen: os.stat_result, folder: int) -> tuple[
         os.close(first_out)
 
 
+# Whether files can be named inside an open folder (dir_fd): Linux and macOS, not Windows.
+_NAMES_IN_FOLDER = {os.open, os.stat, os.unlink} <= os.supports_dir_fd
+
+
 @contextmanager
 def _open_folder(path: Path):
-    """The folder `path` is in, open (a descriptor) while the block runs."""
+    """The folder `path` is in, open (a descriptor) while the block runs; None where files
+    cannot be named inside an open folder (they are then named by their whole path)."""
+    if not _NAMES_IN_FOLDER:
+        yield None
+        return
     folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
         yield folder
@@ -401,7 +409,7 @@ def _open_folder(path: Path):
 def _in_folder(path: Path, folder: int | None) -> tuple[str | Path, dict]:
     """How os.open, os.stat and os.unlink name `path` inside its open `folder`: by name
     with dir_fd where the system can, else by its whole path."""
-    if folder is not None and {os.open, os.stat, os.unlink} <= os.supports_dir_fd:
+    if folder is not None:
         return path.name, {"dir_fd": folder}
     return path, {}
 
