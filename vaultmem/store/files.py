@@ -152,8 +152,8 @@ def rewrite(path: Path, compute: Callable[[str], str], decode: Callable[[bytes],
             failure = ConflictError(f"{path.name} kept changing while vaultmem tried to write it; "
                                     "nothing was written, try again")
             break
-        tmp = _temp_copy(path, data, stat.S_IMODE(seen.st_mode))
-        with _open_folder(tmp) as folder:
+        with _open_folder(path) as folder:  # first: a temp made in it is removed even if it is renamed
+            tmp = _temp_copy(path, data, stat.S_IMODE(seen.st_mode))
             try:
                 if _place(tmp, path, seen, new, displaced, folder):
                     break
