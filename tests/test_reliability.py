@@ -133,6 +133,34 @@ def test_an_add_whose_folder_a_person_renames_as_it_lands_is_made_again_and_leav
     assert not [p for p in vault.root.rglob(".*") if p.suffix == files.TEMP_SUFFIX]  # no temp left behind
 
 
+def test_a_note_that_moves_each_time_it_is_looked_up_is_a_try_again_not_a_missing_note(vault, monkeypatch):
+    """Listed by the catalog each time and gone from there each time: exit 3 ("try again"),
+    which a hook retries, not exit 1 ("no note with id"), which says it does not exist."""
+    from vaultmem.errors import EXIT_CONFLICT
+    from vaultmem.store.catalog import Catalog
+
+    note = vault.add("The staging database listens on port 5433", "work", merge=False, supersede=False).note
+    real_refresh_paths = Catalog.refresh_paths
+    moves = []
+
+    def person_moves_it_on(self, paths):
+        changed = real_refresh_paths(self, paths)
+        for rel in paths:
+            if (vault.root / rel).is_file():
+                target = vault.root / "memories" / f"sorted-{len(moves)}" / Path(rel).name
+                target.parent.mkdir()
+                os.rename(vault.root / rel, target)
+                moves.append(target)
+        return changed
+
+    monkeypatch.setattr(Catalog, "refresh_paths", person_moves_it_on)
+    with pytest.raises(ConflictError, match="kept moving") as caught:
+        Vault(vault.root).grade(note.id, "good")
+    assert caught.value.exit_code == EXIT_CONFLICT and len(moves) >= 2
+    monkeypatch.setattr(Catalog, "refresh_paths", real_refresh_paths)
+    assert Vault(vault.root).grade(note.id, "good").path == moves[-1].relative_to(vault.root).as_posix()
+
+
 def test_a_save_landing_inside_the_write_goes_back_and_gets_the_change(tmp_path, monkeypatch):
     """The person saves between vaultmem's check and its exchange: their save is swapped
     out, put straight back, and the change re-applied on top of it."""

@@ -266,7 +266,13 @@ class Vault:
                 matches = catalog.by_id(note_id) or catalog.by_stem(note_id)
             if matches and all((self.root / n.path).is_file() for n in matches):
                 return matches
-        return [n for n in matches if (self.root / n.path).is_file()]
+        there = [n for n in matches if (self.root / n.path).is_file()]
+        if matches and not there:
+            # Listed each time, gone from there each time: moving faster than we look (a person
+            # renaming its folder again and again), not missing. "Try again", not "no such note".
+            raise ConflictError(f"note {note_id} kept moving while vaultmem looked for it "
+                                f"({matches[0].path}); nothing was written, try again")
+        return there
 
     def by_original_id(self, old_id: str) -> list[Note]:
         """Imported notes whose `original_id` (their id in the store they came from) is `old_id`,
