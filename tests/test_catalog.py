@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
+from vaultmem.errors import NotFound
 from vaultmem.search.engine import RecallEngine, rebuild_indexes
 from vaultmem.store import catalog as catalog_module
 from vaultmem.vault import Vault
@@ -270,6 +272,23 @@ def test_a_note_moved_to_a_new_folder_while_a_grade_writes_it_is_found_by_the_ne
     graded = Vault(vault.root).grade(note.id, "good")
     assert graded.path == moved.relative_to(vault.root).as_posix() and graded.reps == 3
     assert [p.name for p in vault.root.rglob("*.md") if note.id in p.read_text()] == [moved.name]
+
+
+def test_an_id_the_folder_checks_miss_is_found_by_a_full_check_before_no_such_note(vault, monkeypatch):
+    """The state a folder renamed back and forth under a watcher's checks left behind (seen in a
+    race): the note's row gone, its folder recorded with its current mtime, so folder checks
+    never list it again. `grade ID` looks at every file before it says there is no such note."""
+    note = vault.add("The staging database listens on port 5433", "work", merge=False, supersede=False).note
+    time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)  # the folder's mtime old enough to be trusted
+    catalog = Vault(vault.root).catalog()
+    catalog.refresh(full=True)
+    with catalog.transaction():
+        catalog.db.execute("DELETE FROM notes WHERE id = ?", (note.id,))
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 3600.0)
+    assert Vault(vault.root).catalog().by_id(note.id) == []  # the folder checks do not bring it back
+    assert Vault(vault.root).grade(note.id, "good").reps == 1
+    with pytest.raises(NotFound, match="no note with id 'nosuchid'"):
+        Vault(vault.root).grade("nosuchid", "good")
 
 
 def test_a_folder_check_sees_only_that_folder_and_a_removed_folder_takes_its_sub_folders(vault_dir):

@@ -238,6 +238,12 @@ class Vault:
         """The note with this id (or, for hand-written notes, this file name)."""
         matches = self.find(note_id) or self.by_original_id(note_id)
         if not matches:
+            # Before "no such note": one full check (a stat of every note file), which does not
+            # go by folder mtimes as find's checks do (a folder renamed back and forth while
+            # checks of other threads or processes ran can be left looking unchanged).
+            self.catalog(full=True)
+            matches = self.find(note_id)
+        if not matches:
             problem = self.catalog().problem_of(str(note_id).strip())
             if problem is not None:
                 path, message = problem
