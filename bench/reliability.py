@@ -3,7 +3,8 @@
 Each race runs a real editor in another process (saving by temp file +
 rename, as Obsidian and most editors do, or moving the note back and forth
 between two folders and, every third move, into a folder made just before) while
-vaultmem grades the same note, through the Python API or the CLI, with random
+vaultmem grades the same note, through the Python API or the CLI (with or without
+a running `vaultmem watch` answering it), with random
 pauses on both sides. A third API race has vaultmem archive and restore the note in
 turn while the editor moves it (a move of its own against the person's; the editor
 finds the note wherever vaultmem put it); a fourth grades, and a fifth adds notes, while
@@ -38,6 +39,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -95,6 +97,18 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
     print(count)
 
 
+def _start_watcher(root: Path) -> subprocess.Popen:
+    """`vaultmem watch` on the vault, once it serves: the CLI's grades then go through it."""
+    watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(root), "watch"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = watcher.stdout.readline()
+    if "serving recall" not in line:
+        watcher.kill()
+        raise RuntimeError(f"the watcher did not start: {line!r}")
+    threading.Thread(target=watcher.stdout.read, daemon=True).start()  # its later lines never fill the pipe
+    return watcher
+
+
 def _start_editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, __file__, "--editor", str(path), str(stop), mode, str(seed), str(pause)],
                             stdout=subprocess.PIPE, text=True)
@@ -119,11 +133,12 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     stop = root.parent / f"stop-{mode}-{seed}"
     stop.unlink(missing_ok=True)
     rng = random.Random(seed)
+    watcher = _start_watcher(root) if via == "watcher" else None
     process = _start_editor(root / note.path, stop, mode, seed, pause)
     ok = conflicts = 0
     failures: list[str] = []
     added: list[str] = []
-    env = dict(os.environ, VAULTMEM_NO_SERVER="1")
+    env = dict(os.environ) if watcher else dict(os.environ, VAULTMEM_NO_SERVER="1")
     try:
         for _ in range(grades):
             time.sleep(rng.uniform(0, pause))
@@ -158,6 +173,9 @@ def race(root: Path, mode: str, grades: int, via: str = "api", seed: int = 0, pa
     finally:
         stop.touch()
         saves = int((process.communicate(timeout=60)[0] or "0").strip() or 0)
+        if watcher:
+            watcher.terminate()
+            watcher.wait(timeout=30)
     holders = [p for p in root.rglob("*.md") if f"id: {note.id}" in p.read_text(encoding="utf-8")]
     text = holders[0].read_text(encoding="utf-8") if holders else ""
     kept = set(re.findall(rf"{MARKER}(\d+)", text))
@@ -241,6 +259,7 @@ def main() -> None:
         if args.cli_grades:
             for mode in ("save", "move"):
                 rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))
+            rows.append(race(work / "watcher-folder", "folder", args.cli_grades, "watcher", 99, PAUSE["folder"]))
         processes, per = (int(x) for x in args.adds.split("x"))
         rows.append(contradicting_adds(work / "adds-parallel", processes, per))
         rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
