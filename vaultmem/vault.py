@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
 from vaultmem import clock
 from vaultmem.config import Config, load_config
@@ -55,6 +55,7 @@ ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
 REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (decay, a batch's contests)
+T = TypeVar("T")  # what an act on a note found by its id returns (_where_it_is_now)
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
@@ -242,7 +243,7 @@ class Vault:
             # go by folder mtimes as find's checks do (a folder renamed back and forth while
             # checks of other threads or processes ran can be left looking unchanged).
             self.catalog(full=True)
-            matches = self.find(note_id)
+            matches = self.find(note_id, attempts=1)
         if not matches:
             problem = self.catalog().problem_of(str(note_id).strip())
             if problem is not None:
@@ -254,7 +255,7 @@ class Vault:
             raise BadInput(f"id {note_id!r} is in {len(matches)} files ({paths}); give all but one a new id")
         return matches[0]
 
-    def find(self, note_id: str) -> list[Note]:
+    def find(self, note_id: str, attempts: int = FIND_ATTEMPTS) -> list[Note]:
         """Notes with this id, or for hand-written notes this file name (usually one).
 
         A lookup in the catalog, checked against the files it names (one stat
@@ -264,7 +265,7 @@ class Vault:
         """
         note_id = str(note_id).strip()
         catalog = self.catalog()
-        for attempt in range(FIND_ATTEMPTS):  # a file moved while we looked is looked for again
+        for attempt in range(attempts):  # a file moved while we looked is looked for again
             if attempt:
                 catalog = self.catalog(fresh=True)
             matches = catalog.by_id(note_id) or catalog.by_stem(note_id)
@@ -309,21 +310,8 @@ class Vault:
         this change as `op`. Returns (before, after).
         """
         with self.write_lock():
-            found = None
-            for _attempt in range(WRITE_RETRIES):
-                try:
-                    found = self.get(note_id)
-                except NotFound:
-                    if found is None:
-                        raise
-                    continue  # moved again while we looked: look again
-                try:
-                    before, after, _text = self._rewrite(found, change, op, detail, properties=properties)
-                    return before, after
-                except FileNotFoundError:
-                    continue  # moved or deleted since we found it: find it again by its id
-        raise ConflictError(f"{found.path} kept moving while vaultmem tried to write it; "
-                            "nothing was written, try again")
+            return self._where_it_is_now(
+                note_id, lambda found: self._rewrite(found, change, op, detail, properties=properties)[:2], "write")
 
     def _rewrite(self, found: Note, change: Callable[[Note], dict], op: str, detail: dict | None,
                  moved_from: str | None = None, properties: dict | None = None) -> tuple[Note, Note, str]:
@@ -679,19 +667,25 @@ class Vault:
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
         with self.write_lock():
-            return self._where_it_is_now(note_id, archive_found)
+            return self._where_it_is_now(note_id, archive_found, "move")
 
-    def _where_it_is_now(self, note_id: str, act: Callable[[Note], Note]) -> Note:
-        """`act` on the note as found now; when a person moves its file meanwhile (before
-        vaultmem's own move, or just after it: FileNotFoundError), find it again by its id
-        and act where it is now, as update_note does for a change in place."""
+    def _where_it_is_now(self, note_id: str, act: Callable[[Note], T], verb: str) -> T:
+        """`act` on the note as found now (caller holds the write lock); when a person moves
+        its file meanwhile (FileNotFoundError: before vaultmem's write or move, or just after
+        its own move), find it again by its id and act where it is now."""
+        found = None
         for _attempt in range(WRITE_RETRIES):
-            note = self.get(note_id)
             try:
-                return act(note)
+                found = self.get(note_id)
+            except NotFound:
+                if found is None:
+                    raise
+                continue  # moved again while we looked: look again
+            try:
+                return act(found)
             except FileNotFoundError:
                 continue
-        raise ConflictError(f"note {note_id} kept moving while vaultmem tried to move it; "
+        raise ConflictError(f"{found.path} kept moving while vaultmem tried to {verb} it; "
                             "nothing was written, try again")
 
     def _job(self, found: Note, change: Callable[[Note], dict], found_digest: str | None = None,
@@ -762,7 +756,7 @@ class Vault:
         """
         now = clock.now()
         with self.write_lock():
-            return self._where_it_is_now(note_id, lambda note: self._restore_found(note, now))
+            return self._where_it_is_now(note_id, lambda note: self._restore_found(note, now), "move")
 
     def _restore_found(self, note: Note, now: datetime) -> Note:
         """restore() for the note as found: moved back from archive/, or its status made active."""

@@ -407,11 +407,11 @@ class Catalog:
         """Re-check just these files (the watcher's events); returns those that changed."""
         files, gone = {}, []
         for rel in paths:
-            try:
-                info = os.stat(self.root / rel)
-                files[rel] = (info.st_mtime_ns, info.st_size)
-            except OSError:
+            stamp = _stamp_of(self.root / rel)
+            if stamp is None:
                 gone.append(rel)
+            else:
+                files[rel] = stamp
         known = {path: (mtime, size) for path, mtime, size in rows_in(
             self.db, "SELECT path, mtime_ns, size FROM notes WHERE path IN ({marks})", [*files, *gone])}
         changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
