@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -207,3 +208,53 @@ def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_pat
     unchecked = Vault(tmp_path / "unchecked")
     unchecked.add_many([{**item, "merge": False, "supersede": False} for item in items], batch=50)
     assert commits == [] and len(unchecked.catalog().pending_index()[0]) == 225
+
+
+def test_a_note_written_by_hand_during_a_bulk_add_is_found_by_its_later_checks(vault_dir, monkeypatch):
+    """A note a person writes during a bulk add is not hidden by the adds that go into its
+    folder after it (each takes the folder's new mtime): later checks find it."""
+    vault = Vault(vault_dir)
+    by_hand = "The coffee machine on floor three takes oat milk only"
+    adds = vault.add
+    made = []
+
+    def add_then_write_by_hand(*args, **kwargs):
+        added = adds(*args, **kwargs)
+        if not made:  # after the first add of the first batch, in an editor (not in the same clock tick)
+            time.sleep(0.05)
+            folder = vault_dir / "memories" / "office"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "coffee.md").write_text(f"---\nid: handmade\ntype: memory\nnamespace: office\n---\n{by_hand}\n")
+            made.append(True)
+        return added
+
+    monkeypatch.setattr(vault, "add", add_then_write_by_hand)
+    results = vault.add_many([{"text": "The printer on floor two needs a badge", "namespace": "office"},
+                              {"text": "Parking spots are booked through the front desk", "namespace": "office"},
+                              {"text": by_hand, "namespace": "office"}], batch=2)
+    assert [r.action for r in results] == ["added", "added", "recurrence"]
+    assert results[2].note.id == "handmade"
+
+
+def test_a_note_written_by_hand_during_an_unchecked_bulk_add_is_recalled_right_after(vault_dir, monkeypatch):
+    """No check runs between the adds of an unchecked batch: the adds that land in the
+    folder after a person's save must not take its mtime as if the folder held only theirs
+    (the note was then hidden from recall until the full check, up to 10 s later)."""
+    vault = Vault(vault_dir)
+    adds = vault.add
+
+    def add_then_write_by_hand(*args, **kwargs):
+        added = adds(*args, **kwargs)
+        if not (vault_dir / "memories" / "office" / "coffee.md").exists():
+            time.sleep(0.05)
+            (vault_dir / "memories" / "office" / "coffee.md").write_text(
+                "---\nid: handmade\ntype: memory\nnamespace: office\n---\nThe coffee machine takes oat milk only\n")
+        return added
+
+    monkeypatch.setattr(vault, "add", add_then_write_by_hand)
+    vault.add_many([{"text": text, "namespace": "office", "merge": False, "supersede": False} for text in
+                    ("The printer on floor two needs a badge", "Parking spots are booked through the front desk",
+                     "The meeting rooms are booked in the calendar app")])
+    for reader in (vault, Vault(vault_dir)):  # this process, and a command started now
+        assert [h.note.id for h in reader.recall("coffee machine oat milk")][:1] == ["handmade"]
+        assert "handmade" in {n.id for n in reader.notes()}

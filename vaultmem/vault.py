@@ -26,7 +26,7 @@ from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slug
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
-from vaultmem.store.catalog import Catalog, content_digest
+from vaultmem.store.catalog import Catalog, content_digest, folder_mtimes
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
 from vaultmem.store.files import (
     SpareFiles,
@@ -314,17 +314,20 @@ class Vault:
                 note_id, lambda found: self._rewrite(found, change, op, detail, properties=properties)[:2], "write")
 
     def _rewrite(self, found: Note, change: Callable[[Note], dict], op: str, detail: dict | None,
-                 moved_from: str | None = None, properties: dict | None = None) -> tuple[Note, Note, str]:
+                 moved_from: str | None = None, properties: dict | None = None,
+                 folders: dict[str, int | None] | None = None) -> tuple[Note, Note, str]:
         """Rewrite the file of `found` with `change` (and `properties` vaultmem does not
         model), on top of whatever a person saved meanwhile (files.rewrite); record a hand
-        edit first, then `op`. Returns the note before and after, and the text the change was applied to."""
+        edit first, then `op`. Returns the note before and after, and the text the change was
+        applied to. `folders`: a move's folder mtimes from before it (catalog.folder_mtimes)."""
         rel = found.path
         path, compute, decode, applied = self._job(found, change, properties=properties)
+        folders = folder_mtimes(self.root, [rel]) if folders is None else folders
         base, new_text = rewrite(path, compute, decode)
         before, after = applied[base]
         if new_text != base or moved_from:
             self._record_unseen_edit(before, base, op)
-            self.catalog(refresh=False).wrote(rel, new_text, moved_from=moved_from)
+            self.catalog(refresh=False).wrote(rel, new_text, moved_from=moved_from, before=folders)
             self.record(op, after, new_text, detail)
         return before, after, base
 
@@ -534,11 +537,12 @@ class Vault:
             note = replace(note, path=rel)
             text = render(note)
             self.check_size(rel, text)
+            folders = folder_mtimes(self.root, [rel])
             try:
                 create_new(self.root / rel, text)
             except (FileExistsError, FileNotFoundError):
                 continue  # the name was taken, or a person renamed the folder meanwhile: made again
-            catalog.wrote(rel, text)
+            catalog.wrote(rel, text, before=folders)
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")
 
@@ -734,6 +738,7 @@ class Vault:
         `changes` to it where it now is, on top of any save made meanwhile."""
         source, target = self.root / note.path, self.root / target_rel
         self._check_inside(str(Path(target_rel).parent))
+        folders = folder_mtimes(self.root, [note.path, target_rel])
         try:
             move(source, target)
         except FileExistsError:
@@ -741,7 +746,7 @@ class Vault:
                                 "again") from None
         try:
             return self._rewrite(replace(note, path=target_rel), lambda n: changes, op, detail,
-                                 moved_from=note.path)
+                                 moved_from=note.path, folders=folders)
         except BaseException:
             if target.exists() and not source.exists():
                 move(target, source)  # the change failed: the note goes back where it was
@@ -813,6 +818,7 @@ class Vault:
         """`_rewrite_batch` for at most REWRITE_BATCH jobs: one rewrite_many, one ledger append."""
         digests = self.catalog(refresh=False).hashes_of(note.path for note, *_rest in jobs)
         prepared = [self._job(note, change, digests.get(note.path)) for note, change, *_rest in jobs]
+        folders = folder_mtimes(self.root, [note.path for note, *_rest in jobs])
         results = rewrite_many([job[:3] for job in prepared], spares)
         written: list[Note | None] = []
         entries = []
@@ -830,7 +836,7 @@ class Vault:
                 when = clock.format_datetime(clock.now())
                 entries += [(op, after.id, after.path, new_text, when, detail) for detail in details]
             written.append(after)
-        self.catalog(refresh=False).wrote_many(files)
+        self.catalog(refresh=False).wrote_many(files, before=folders)
         if entries:
             self.ledger.append_many(entries)
         return written
@@ -956,11 +962,12 @@ class Vault:
             note = parse(text, rel, self.defaults_for(rel, path))
             if self.find(note.id):
                 raise ConflictError(f"id {note.id} is already used by {self.find(note.id)[0].path}; not imported")
+            folders = folder_mtimes(self.root, [rel])
             try:
                 create_new(path, text)
             except FileExistsError:
                 raise ConflictError(f"{rel} appeared while importing; nothing was imported over it") from None
-            self.catalog(refresh=False).wrote(rel, text)
+            self.catalog(refresh=False).wrote(rel, text, before=folders)
             self.record("import", note, text, {"source": source} if source else None)
             return self.read_note(rel, text)
 

@@ -480,11 +480,14 @@ class Catalog:
 
     # ------------------------------------------------------------ vaultmem's own writes
 
-    def wrote(self, rel: str, text: str, moved_from: str | None = None) -> None:
-        """Record a file vaultmem just wrote (the text is known: no re-read, no folder scan)."""
-        self.wrote_many([(rel, text)], [moved_from] if moved_from else [])
+    def wrote(self, rel: str, text: str, moved_from: str | None = None,
+              before: dict[str, int | None] | None = None) -> None:
+        """Record a file vaultmem just wrote (the text is known: no re-read, no folder scan).
+        `before`: its folders' mtimes just before the write (`folder_mtimes`)."""
+        self.wrote_many([(rel, text)], [moved_from] if moved_from else [], before)
 
-    def wrote_many(self, files: list[tuple[str, str]], moved_from: list[str] = ()) -> None:
+    def wrote_many(self, files: list[tuple[str, str]], moved_from: list[str] = (),
+                   before: dict[str, int | None] | None = None) -> None:
         """`wrote` for many files (decay, a batch's contests): one generation, one statement."""
         rows = []
         for rel, text in files:
@@ -500,26 +503,32 @@ class Catalog:
             gen = self._next_generation()
             self._write_rows(rows, gen)
             self._remove(list(moved_from), gen)
-            self._note_folders({row[0]: (row[3], row[4]) for row in rows}, moved_from)
+            self._note_folders({row[0]: (row[3], row[4]) for row in rows}, moved_from, before or {})
 
-    def _note_folders(self, written: dict[str, tuple[int, int]], moved_from: Iterable[str]) -> None:
+    def _note_folders(self, written: dict[str, tuple[int, int]], moved_from: Iterable[str],
+                      before: dict[str, int | None]) -> None:
         """Our own write moved the mtimes of these files' folders: take the new ones, so the
         next call does not list them again.
 
-        Only a file's own folder, and only while the file is still as written (and a moved
-        one still gone) once that folder's mtime is taken: a person's rename of it in between
-        leaves the old mtime, so the folder is listed again. A parent folder is never taken:
-        its mtime moves only when a sub-folder is made or removed, ours or a person's made in
-        the same instant, and taking it would hide that sub-folder until the full check. (A
-        person's change to another file of the same folder in the same instant as our write
-        is still caught by the full check.)"""
-        if self.db.execute("SELECT 1 FROM folders LIMIT 1").fetchone() is None:
-            return  # never scanned: the first refresh does a full check anyway
+        Only a folder nobody changed since it was last listed (or since our last write into
+        it): its mtime just `before` our write is the one recorded. Else a file a person saved
+        there meanwhile (an import writes for seconds with no check in between) would be
+        hidden until the full check; the folder is listed by the next call instead. Only a
+        file's own folder, and only while the file is still as written (and a moved one still
+        gone) once that folder's mtime is taken: a person's rename of it in between leaves the
+        old mtime, so the folder is listed again. A parent folder is never taken: its mtime
+        moves only when a sub-folder is made or removed, ours or a person's made in the same
+        instant, and taking it would hide that sub-folder until the full check. (A person's
+        change to another file of the same folder between `before` and our write is still
+        caught by the full check.)"""
         expected: dict[str, dict[str, tuple[int, int] | None]] = {}
         for rel, stamp in [*written.items(), *((rel, None) for rel in moved_from)]:
             expected.setdefault(rel.rpartition("/")[0], {})[rel] = stamp
+        recorded = dict(rows_in(self.db, "SELECT path, mtime_ns FROM folders WHERE path IN ({marks})", expected))
         stamps = []
         for folder, files in sorted(expected.items()):
+            if before.get(folder) is None or before[folder] != recorded.get(folder):
+                continue  # changed since it was listed (or never listed): the next call lists it
             try:
                 mtime = os.stat(self.root / folder).st_mtime_ns
             except OSError:
@@ -741,6 +750,18 @@ def _meta(db: sqlite3.Connection, key: str) -> str | None:
     except sqlite3.OperationalError:
         return None
     return None if row is None else row[0]
+
+
+def folder_mtimes(root: Path, rels: Iterable[str | None]) -> dict[str, int | None]:
+    """The mtimes of the folders of these note files (None: no such folder), taken just
+    before vaultmem writes or moves them (`Catalog.wrote`'s `before`)."""
+    mtimes: dict[str, int | None] = {}
+    for folder in {rel.rpartition("/")[0] for rel in rels if rel}:
+        try:
+            mtimes[folder] = os.stat(root / folder).st_mtime_ns
+        except OSError:
+            mtimes[folder] = None
+    return mtimes
 
 
 def _stamp_of(path: Path) -> tuple[int, int] | None:
