@@ -20,6 +20,11 @@ the person renames the note's folder back and forth. Afterwards it counts what a
 - failed: writes that failed for any reason but ConflictError (exit 3, "try again"),
   an error that is not vaultmem's own one-line error (a raw FileNotFoundError) included.
 
+A person saving new notes into the folders a bulk add (`Vault.add_many`, checks off
+and on) writes to, meanwhile: right after it, a command started then must find each
+of them (`hidden`: notes it did not list, which only the full check, up to 10 s
+later, would have found).
+
 Another race adds contradicting memories from parallel processes ("service
 alpha listens on port N"): every older one must end superseded exactly once,
 each supersede linked both ways, one active at the end.
@@ -95,6 +100,53 @@ def editor(path: Path, stop: Path, mode: str, seed: int, pause: float) -> None:
                                 if not any(part.startswith(".") for part in p.relative_to(vault).parts)), current)
             continue
     print(count)
+
+
+def writer(vault: Path, stop: Path, seed: int, pause: float) -> None:
+    """Save new notes into the bulk add's folders until `stop` exists; print how many."""
+    rng = random.Random(seed)
+    count = 0
+    while not stop.exists():
+        time.sleep(rng.uniform(0, pause))
+        folder = vault / "memories" / rng.choice(BULK_NAMESPACES)
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = folder / f".hand-{count}.md.tmp"
+        temp.write_text(f"---\nid: hand{count}\ntype: memory\nnamespace: {folder.name}\n---\n"
+                        f"A note saved by hand, number {count}, while the import ran\n", encoding="utf-8")
+        os.replace(temp, folder / f"hand-{count}.md")
+        count += 1
+    print(count, flush=True)
+
+
+BULK_NAMESPACES = ("imported", "team")
+
+
+def saves_during_bulk_add(root: Path, adds: int, checked: bool, seed: int = 0, pause: float = 0.02) -> dict:
+    """A person saves new notes into the folders `adds` bulk adds go to; afterwards a new
+    reader lists the vault at once: `hidden` counts the person's notes it does not list."""
+    from vaultmem.vault import Vault, init_vault
+
+    init_vault(root)
+    vault = Vault(root)
+    rng = random.Random(seed)
+    items = [{"text": f"Imported fact {i}: service {rng.choice('abcdefgh')}{i} runs on port {1000 + i}",
+              "namespace": rng.choice(BULK_NAMESPACES)} for i in range(adds)]
+    if not checked:
+        items = [{**item, "merge": False, "supersede": False} for item in items]
+    stop = root.parent / f"{root.name}.stop"
+    person = subprocess.Popen([sys.executable, __file__, "--writer", str(root), str(stop), str(seed), str(pause)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        results = vault.add_many(items)
+    finally:
+        stop.touch()
+        saves = int(person.communicate(timeout=60)[0] or 0)
+    listed = {note.id for note in Vault(root).notes()}
+    hidden = [f"hand{i}" for i in range(saves) if f"hand{i}" not in listed]
+    return {"race": f"new notes saved during a bulk add ({'checks on' if checked else 'checks off'})",
+            "events": saves, "writes ok": sum(not isinstance(r, Exception) for r in results),
+            "failed": sum(isinstance(r, Exception) for r in results), "hidden": len(hidden),
+            "first failure": f"{hidden[0]} not listed" if hidden else ""}
 
 
 def _start_watcher(root: Path) -> subprocess.Popen:
@@ -243,6 +295,7 @@ def main() -> None:
     parser.add_argument("--cli-grades", type=int, default=150, help="CLI grades per race")
     parser.add_argument("--rounds", type=int, default=3, help="repeat each API race with another seed")
     parser.add_argument("--adds", default="8x25", help="PROCESSESxADDS for the contradicting adds")
+    parser.add_argument("--bulk", type=int, default=1500, help="adds per bulk add (checks off; a third of it on)")
     args = parser.parse_args()
     os.environ.setdefault("VAULTMEM_MODEL", "stand-in")
     rows = []
@@ -260,11 +313,14 @@ def main() -> None:
             for mode in ("save", "move"):
                 rows.append(race(work / f"cli-{mode}", mode, args.cli_grades, "cli", 99, PAUSE[mode] * 5))
             rows.append(race(work / "watcher-folder", "folder", args.cli_grades, "watcher", 99, PAUSE["folder"]))
+        for seed in range(args.rounds):
+            rows.append(saves_during_bulk_add(work / f"bulk-off-{seed}", args.bulk, False, seed))
+            rows.append(saves_during_bulk_add(work / f"bulk-on-{seed}", args.bulk // 3, True, seed))
         processes, per = (int(x) for x in args.adds.split("x"))
         rows.append(contradicting_adds(work / "adds-parallel", processes, per))
         rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
-    columns = ["race", "events", "writes ok", "reps", "conflicts", "failed", "lost", "aside", "dupes", "active",
-               "unlinked"]
+    columns = ["race", "events", "writes ok", "reps", "conflicts", "failed", "lost", "aside", "dupes", "hidden",
+               "active", "unlinked"]
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     for row in rows:
@@ -282,5 +338,7 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--editor":
         editor(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--writer":
+        writer(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     else:
         main()

@@ -55,6 +55,15 @@ def test_moves_racing_archives_and_restores_never_fail_or_duplicate(tmp_path):
     assert row["dupes"] == 0 and row["failed"] == 0 and row["writes ok"] > 0, (row["first failure"], row)
 
 
+@pytest.mark.slow
+def test_notes_saved_by_hand_during_an_unchecked_bulk_add_are_listed_right_after(tmp_path):
+    """Before, about half of them stayed hidden from recall until the full check (up to 10 s
+    later): the adds after each save took its folder's new mtime as if they had listed it."""
+    row = reliability.saves_during_bulk_add(tmp_path / "vault", 400, checked=False, seed=6)
+    assert row["events"] >= 10 and row["writes ok"] == 400, row
+    assert row["hidden"] == 0, (row["first failure"], row)
+
+
 @pytest.mark.parametrize("when", ["before vaultmem's move", "right after it"])
 def test_archive_and_restore_follow_a_note_a_person_moves_meanwhile(vault, monkeypatch, when):
     """The person sorts the note into another folder just before vaultmem moves it, or just
