@@ -25,6 +25,11 @@ and on) writes to, meanwhile: right after it, a command started then must find e
 of them (`hidden`: notes it did not list, which only the full check, up to 10 s
 later, would have found).
 
+Two readers checking the vault at once (a watcher's rescan and a request, two
+commands) while the person renames the note's folder back and forth: once the person
+stops, a reader started then (its folder check, no full check) must list the note
+(`hidden`: rounds in which it did not).
+
 Another race adds contradicting memories from parallel processes ("service
 alpha listens on port N"): every older one must end superseded exactly once,
 each supersede linked both ways, one active at the end.
@@ -147,6 +152,61 @@ def saves_during_bulk_add(root: Path, adds: int, checked: bool, seed: int = 0, p
             "events": saves, "writes ok": sum(not isinstance(r, Exception) for r in results),
             "failed": sum(isinstance(r, Exception) for r in results), "hidden": len(hidden),
             "first failure": f"{hidden[0]} not listed" if hidden else ""}
+
+
+def checker(vault: Path, stop: Path) -> None:
+    """Check the vault's files over and over (folder checks only) until `stop` exists."""
+    from vaultmem.store import catalog as catalog_module
+    from vaultmem.vault import Vault
+
+    catalog_module.FULL_CHECK_SECONDS = 3600.0  # it would mend what the race counts
+    reader = Vault(vault)
+    while not stop.exists():
+        reader.catalog(fresh=True)
+
+
+def checks_during_folder_renames(root: Path, rounds: int, seed: int = 0, readers: int = 2,
+                                 filler: int = 2000) -> dict:
+    """`rounds` times: `readers` processes check the files over and over while the editor
+    renames the note's folder back and forth; then a new reader's folder check must list the
+    note. The full check, which would mend what this counts, is held off meanwhile (and run
+    between rounds)."""
+    from vaultmem.store import catalog as catalog_module
+    from vaultmem.vault import Vault, init_vault
+
+    init_vault(root)
+    note = Vault(root).add(f"Checks {seed}: the staging database listens on port 5433", "race",
+                           merge=False, supersede=False).note
+    # Other notes in its folder: a check that lists the folder takes a while (a vault of some size).
+    Vault(root).add_many([{"text": f"Filler {i}: service {i} answers on port {2000 + i}", "namespace": "race",
+                           "merge": False, "supersede": False} for i in range(filler)])
+    name = Path(note.path).name
+    rng = random.Random(seed)
+    hidden = renames = 0
+    failures: list[str] = []
+    full_every, catalog_module.FULL_CHECK_SECONDS = catalog_module.FULL_CHECK_SECONDS, 3600.0
+    try:
+        for round_ in range(rounds):
+            stop = root.parent / f"stop-checks-{seed}-{round_}"
+            where = next(p for p in (root / "memories").rglob(name))
+            checkers = [subprocess.Popen([sys.executable, __file__, "--checker", str(root), str(stop)])
+                        for _ in range(readers)]
+            time.sleep(0.3)  # the checkers under way
+            editor = _start_editor(where, stop, "folder", seed * 1000 + round_, PAUSE["folder"] / 5)
+            time.sleep(rng.uniform(0.1, 0.4))
+            stop.touch()
+            renames += int(editor.communicate(timeout=60)[0] or 0)
+            for process in checkers:
+                process.wait(60)
+            time.sleep(0.06)  # past the folder's racy window: a check trusts its mtime
+            if note.id not in {n.id for n in Vault(root).notes()}:
+                hidden += 1
+                failures.append(f"round {round_}: not listed")
+            Vault(root).catalog(full=True)  # mended for the next round
+    finally:
+        catalog_module.FULL_CHECK_SECONDS = full_every
+    return {"race": f"folder renames during {readers} checks at once", "events": renames, "writes ok": rounds,
+            "hidden": hidden, "first failure": failures[0] if failures else ""}
 
 
 def _start_watcher(root: Path) -> subprocess.Popen:
@@ -296,6 +356,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="repeat each API race with another seed")
     parser.add_argument("--adds", default="8x25", help="PROCESSESxADDS for the contradicting adds")
     parser.add_argument("--bulk", type=int, default=1500, help="adds per bulk add (checks off; a third of it on)")
+    parser.add_argument("--check-rounds", type=int, default=40, help="rounds of checks at once during folder renames")
     args = parser.parse_args()
     os.environ.setdefault("VAULTMEM_MODEL", "stand-in")
     rows = []
@@ -316,6 +377,8 @@ def main() -> None:
         for seed in range(args.rounds):
             rows.append(saves_during_bulk_add(work / f"bulk-off-{seed}", args.bulk, False, seed))
             rows.append(saves_during_bulk_add(work / f"bulk-on-{seed}", args.bulk // 3, True, seed))
+        for seed in range(args.rounds):
+            rows.append(checks_during_folder_renames(work / f"checks-{seed}", args.check_rounds, seed))
         processes, per = (int(x) for x in args.adds.split("x"))
         rows.append(contradicting_adds(work / "adds-parallel", processes, per))
         rows.append(contradicting_adds(work / "adds-one-process", 1, processes * per))
@@ -338,6 +401,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--editor":
         editor(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], int(sys.argv[5]), float(sys.argv[6]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--checker":
+        checker(Path(sys.argv[2]), Path(sys.argv[3]))
     elif len(sys.argv) > 1 and sys.argv[1] == "--writer":
         writer(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     else:

@@ -291,6 +291,84 @@ def test_an_id_the_folder_checks_miss_is_found_by_a_full_check_before_no_such_no
         Vault(vault.root).grade("nosuchid", "good")
 
 
+def test_a_folder_renamed_away_while_it_is_listed_and_back_keeps_every_note(vault, monkeypatch):
+    """A person renames a namespace folder while a check lists it, then back (its own mtime
+    never moves). Before, the files listed by their paths went missing while the folder was
+    recorded as listed: recall missed them until the full check."""
+    notes = [vault.add(f"Fact {word}: the staging database listens on port 5433", "work/infra",
+                       merge=False, supersede=False).note for word in ("one", "two", "three")]
+    folder = vault.root / "memories" / "work" / "infra"
+    away = folder.with_name("infra-away")
+    time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)
+    Vault(vault.root).catalog().refresh(full=True)
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 3600.0)
+    (folder / "by-hand.md").write_text("---\nid: byhand\n---\nA note saved by hand: the staging port is 5433\n")
+    time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)  # (so the check trusts the folder's new mtime)
+    real_scandir = os.scandir
+    inode = folder.stat().st_ino
+
+    def rename_while_listing(target):
+        listing = real_scandir(target)
+        info = os.fstat(target) if isinstance(target, int) else os.stat(target)
+        if folder.exists() and info.st_ino == inode:
+            os.rename(folder, away)  # the person, just as the check lists the folder
+        return listing
+
+    monkeypatch.setattr(os, "scandir", rename_while_listing)
+    if real_scandir in os.supports_fd:  # (the folder is read through its descriptor where it can be)
+        monkeypatch.setattr(os, "supports_fd", os.supports_fd | {rename_while_listing})
+    Vault(vault.root).catalog(refresh=False).refresh()
+    monkeypatch.setattr(os, "scandir", real_scandir)
+    os.rename(away, folder)  # and back
+    time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)
+    expected = sorted([note.id for note in notes] + ["byhand"])
+    assert sorted(n.id for n in Vault(vault.root).notes()) == expected
+
+
+def test_two_checks_at_once_never_leave_a_note_out_of_a_folder_counted_as_listed(vault, monkeypatch):
+    """Check A lists the vault while a person has the note's folder renamed away; check B starts
+    once it is back (a watcher's rescan and a request, or two processes). Before, B listed at
+    once and A, the older listing, wrote first, B last: A dropped the note's row and folder and
+    B recorded the parent folder as listed, so no check looked again until the full one, and
+    recall missed the note meanwhile. Now B's listing waits for A's turn to end."""
+    import threading
+
+    note = vault.add("The staging database listens on port 5433", "work/infra", merge=False, supersede=False).note
+    folder = vault.root / "memories" / "work" / "infra"
+    away = folder.with_name("infra-away")
+    time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)  # the folders' mtimes old enough to be trusted
+    Vault(vault.root).catalog().refresh(full=True)
+    monkeypatch.setattr(catalog_module, "FULL_CHECK_SECONDS", 3600.0)
+    real_apply = catalog_module.Catalog._apply
+    b_waits, a_done = threading.Event(), threading.Event()
+
+    def check_b():
+        time.sleep(catalog_module.RACY_NS / 1e9 + 0.01)  # the folder back a while: its parent's mtime trusted
+        Vault(vault.root).catalog(refresh=False).refresh()
+
+    b = threading.Thread(target=check_b)
+
+    def apply(catalog, *args):
+        if threading.current_thread() is b:  # B has listed, with the folder back: it writes after A
+            b_waits.set()
+            a_done.wait(10)
+        elif not b.is_alive() and not b_waits.is_set():  # A has listed, without the folder
+            os.rename(away, folder)  # the person renames it back
+            b.start()
+            b_waits.wait(1.0)  # B lists and waits to write (or, now, waits for A's turn to end)
+        return real_apply(catalog, *args)
+
+    monkeypatch.setattr(catalog_module.Catalog, "_apply", apply)
+    check_a = Vault(vault.root).catalog(refresh=False)
+    os.rename(folder, away)
+    check_a.refresh()
+    a_done.set()
+    b.join(10)
+    monkeypatch.setattr(catalog_module.Catalog, "_apply", real_apply)
+    assert [n.id for n in Vault(vault.root).notes()] == [note.id]
+    assert [h.note.id for h in Vault(vault.root).recall("staging database port")] == [note.id]
+
+
 def test_a_folder_check_sees_only_that_folder_and_a_removed_folder_takes_its_sub_folders(vault_dir):
     """The folder check reads a folder's notes by a range of paths: folders whose names only
     start alike (`work-old`, `work.2`, `work0`) are other folders, a sub-folder is not the

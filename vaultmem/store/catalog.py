@@ -343,17 +343,35 @@ class Catalog:
         known = {path: (mtime, size) for path, mtime, size in self.db.execute("SELECT path, mtime_ns, size FROM notes")}
         changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
         gone = [rel for rel in known if rel not in files]
-        touched = self._apply(changed, gone, files)
+        touched, unsure = self._apply(changed, gone, files)
+        folders.update((folder, -1) for folder in unsure)
         with self.transaction():
             self.db.execute("DELETE FROM folders")
             self.db.executemany("INSERT INTO folders VALUES (?, ?)", folders.items())
         return touched
 
     def _folder_check(self) -> set[str]:
-        """Re-list only the folders whose mtime moved (a file in them was added, renamed or deleted)."""
+        """Re-list only the folders whose mtime moved (a file in them was added, renamed or deleted).
+
+        Which moved is seen without a lock; the listing and what it changes happen inside one
+        transaction, from the records as the previous check left them: two checks at once
+        (the watcher's rescan and a request, two commands) take turns instead of each writing
+        what it saw at its own moment, which could record a folder as listed without the notes
+        another check had just dropped, hiding them from recall until the full check."""
         known = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
         if not known:
             return self._full_check()
+        if not self._moved_folders(known):
+            return set()
+        with self.transaction():
+            known = dict(self.db.execute("SELECT path, mtime_ns FROM folders"))
+            moved = self._moved_folders(known)
+            return self._list_again(known, moved) if moved else set()
+
+    def _moved_folders(self, known: dict[str, int]) -> list[str]:
+        """The recorded folders whose mtime is not the one recorded (or that are gone), and
+        note folders never recorded (a clone has no empty archive/ until a pull brings the
+        first archived note)."""
         moved = []
         for folder, mtime in known.items():
             try:
@@ -361,11 +379,9 @@ class Catalog:
                     moved.append(folder)
             except OSError:
                 moved.append(folder)
-        # A note folder that did not exist at the last scan (a clone has no empty archive/ until
-        # a pull brings the first archived note): new, so listed whole.
-        moved += [top for top in NOTE_FOLDERS if top not in known and (self.root / top).is_dir()]
-        if not moved:
-            return set()
+        return moved + [top for top in NOTE_FOLDERS if top not in known and (self.root / top).is_dir()]
+
+    def _list_again(self, known: dict[str, int], moved: list[str]) -> set[str]:
         files: dict[str, tuple[int, int]] = {}
         folders: dict[str, int] = {}
         for folder in moved:
@@ -386,12 +402,9 @@ class Catalog:
             known_files.update(self._stamps_under(folder, recursive=True))
         changed = [rel for rel, stamp in files.items() if known_files.get(rel) != stamp]
         gone = [rel for rel in known_files if rel not in files]
-        touched = self._apply(changed, gone, files)
-        with self.transaction():
-            for folder in gone_folders:
-                self.db.execute("DELETE FROM folders WHERE path = ? OR (path > ? AND path < ?)",
-                                (folder, folder + "/", folder + "0"))
-            self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", folders.items())
+        touched, unsure = self._apply(changed, gone, files, gone_folders)
+        folders.update((folder, -1) for folder in unsure)
+        self.db.executemany("INSERT OR REPLACE INTO folders VALUES (?, ?)", folders.items())
         return touched
 
     def _stamps_under(self, folder: str, recursive: bool) -> dict[str, tuple[int, int]]:
@@ -415,19 +428,64 @@ class Catalog:
         known = {path: (mtime, size) for path, mtime, size in rows_in(
             self.db, "SELECT path, mtime_ns, size FROM notes WHERE path IN ({marks})", [*files, *gone])}
         changed = [rel for rel, stamp in files.items() if known.get(rel) != stamp]
-        return self._apply(changed, [rel for rel in gone if rel in known], files)
+        return self._apply(changed, [rel for rel in gone if rel in known], files)[0]
 
-    def _apply(self, changed: list[str], gone: list[str], stamps: dict[str, tuple[int, int]]) -> set[str]:
-        """Re-read `changed` files (a same-bytes file only gets its new stamp) and drop `gone` ones."""
-        if not changed and not gone:
-            return set()
-        rows = []
-        restamped = []
+    def _apply(self, changed: list[str], gone: list[str], stamps: dict[str, tuple[int, int]],
+               gone_folders: Iterable[str] = ()) -> tuple[set[str], set[str]]:
+        """Re-read `changed` files (a same-bytes file only gets its new stamp) and drop `gone`
+        ones, and the folder records of `gone_folders` (folders that were not there to list);
+        returns (the paths whose rows changed, the folders the caller must record as unknown,
+        so that the next check lists them: their rows may not be what they hold).
+
+        As the files are once inside the transaction (no other check or write of the catalog
+        runs then): a file listed as gone that is there again is kept, one whose stamp moved
+        since it was listed is read again, and a gone folder that is back (renamed away and
+        back: its own mtime never moves) keeps all its rows. Two checks at once (the watcher's
+        rescan and a request, two processes) each list at their own moment, and a person may
+        rename a folder while it is listed: before, rows went missing while their folder was
+        recorded as listed, so recall missed those notes until the full check."""
+        gone_folders = list(gone_folders)
+        if not changed and not gone and not gone_folders:
+            return set(), set()
+        vanished: list[str] = []  # listed, then not there to read (moved, deleted, its folder renamed)
+        rows, restamped = self._read_changed(changed, stamps, vanished)
+        with self.transaction():
+            moved = {row[0] for row in rows if _stamp_of(self.root / row[0]) != (row[3], row[4])}
+            moved |= {item[2] for item in restamped if _stamp_of(self.root / item[2]) != item[:2]}
+            if moved:
+                rows = [row for row in rows if row[0] not in moved]
+                restamped = [item for item in restamped if item[2] not in moved]
+                now = {rel: stamp for rel in moved if (stamp := _stamp_of(self.root / rel)) is not None}
+                vanished += [rel for rel in moved if rel not in now]
+                again, again_restamped = self._read_changed(list(now), now, vanished)
+                rows += again
+                restamped += again_restamped
+            back = [folder for folder in gone_folders if os.path.isdir(self.root / folder)]
+            gone = [rel for rel in dict.fromkeys([*gone, *vanished]) if _stamp_of(self.root / rel) is None
+                    and not any(rel.startswith(folder + "/") for folder in back)]
+            for folder in gone_folders:
+                if folder not in back:
+                    self.db.execute("DELETE FROM folders WHERE path = ? OR (path > ? AND path < ?)",
+                                    (folder, folder + "/", folder + "0"))
+            touched = {row[0] for row in rows} | set(gone)
+            self.db.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
+            if rows or gone:
+                gen = self._next_generation()
+                self._write_rows(rows, gen)
+                self._remove(gone, gen)
+        _shrink_wal(self.db, len(rows) + len(gone) + len(restamped))
+        return touched, {rel.rpartition("/")[0] for rel in vanished} | set(back)
+
+    def _read_changed(self, changed: list[str], stamps: dict[str, tuple[int, int]],
+                      vanished: list[str]) -> tuple[list[tuple], list[tuple]]:
+        """(rows of the `changed` files, (mtime, size, path) of those whose bytes the catalog
+        holds already); a file that cannot be read goes to `vanished`."""
+        rows, restamped = [], []
         for rel in changed:
             try:
                 data = (self.root / rel).read_bytes()
             except OSError:
-                gone.append(rel)
+                vanished.append(rel)
                 continue
             digest = content_digest(data)
             old = self.db.execute("SELECT hash FROM notes WHERE path = ?", (rel,)).fetchone()
@@ -436,15 +494,7 @@ class Catalog:
                 restamped.append((mtime, size, rel))
                 continue
             rows.append(self._row(rel, data, digest, mtime, size))
-        touched = {row[0] for row in rows} | set(gone)
-        with self.transaction():
-            self.db.executemany("UPDATE notes SET mtime_ns = ?, size = ? WHERE path = ?", restamped)
-            if rows or gone:
-                gen = self._next_generation()
-                self._write_rows(rows, gen)
-                self._remove(gone, gen)
-        _shrink_wal(self.db, len(rows) + len(gone) + len(restamped))
-        return touched
+        return rows, restamped
 
     def _row(self, rel: str, data: bytes, digest: bytes, mtime: int, size: int) -> tuple:
         try:
@@ -789,36 +839,66 @@ def _scan(root: Path, start: str | None = None,
     it past what is recorded and the next check lists the folder again. A change in the
     same clock tick as that stat would not move it: an mtime that recent is recorded
     as unknown (RACY_NS), so the folder is listed again next time too. A file that
-    vanishes while its folder is listed (moved or deleted) is just not there."""
+    vanishes while its folder is listed (moved or deleted) is just not there.
+
+    A folder renamed while it is listed (a person renaming a namespace, or a folder above
+    it) keeps its own mtime: its files are looked at through the folder opened (`_listing`),
+    so the listing is whole, and a sub-folder that cannot be opened by its path any more
+    leaves its parent's mtime unknown, so the parent is listed again next time. Before,
+    the files of a renamed folder went missing from the listing while the folder was
+    recorded as listed: once renamed back, recall missed them until the full check."""
     files: dict[str, tuple[int, int]] = {}
     folders: dict[str, int] = {}
     prefix = len(str(root)) + 1
-    stack = [os.path.join(root, start)] if start else [os.path.join(root, f) for f in NOTE_FOLDERS]
+    stack: list[tuple[str, str | None]] = [(os.path.join(root, start), None)] if start else \
+        [(os.path.join(root, f), None) for f in NOTE_FOLDERS]
     while stack:
-        folder = stack.pop()
+        folder, parent = stack.pop()
         rel = folder[prefix:].replace(os.sep, "/")
         try:
-            before = time.time_ns()
-            mtime = os.stat(folder).st_mtime_ns
-            folders[rel] = mtime if mtime < before - RACY_NS else -1
-            with os.scandir(folder) as entries:
-                found = list(entries)
-        except OSError:
-            folders.pop(rel, None)  # the folder itself is gone (or unreadable)
+            mtime, found = _listing(folder)
+        except OSError:  # the folder itself is gone (or unreadable)
+            if parent in folders:
+                folders[parent] = -1  # it was there when its parent was listed: a rename under way
             continue
-        for entry in found:
-            name = entry.name
-            if name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if recursive:
-                        stack.append(entry.path)
-                    else:
-                        folders[entry.path[prefix:].replace(os.sep, "/")] = entry.stat().st_mtime_ns
-                elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
-                    info = entry.stat(follow_symlinks=False)
-                    files[entry.path[prefix:].replace(os.sep, "/")] = (info.st_mtime_ns, info.st_size)
-            except OSError:
-                continue  # moved or deleted since the listing: the folder's mtime moved, it is listed again
+        folders[rel] = mtime
+        for name, kind, stamp in found:
+            path = os.path.join(folder, name)
+            if kind == "dir":
+                if recursive:
+                    stack.append((path, rel))
+                else:
+                    folders[path[prefix:].replace(os.sep, "/")] = stamp[0]
+            else:
+                files[path[prefix:].replace(os.sep, "/")] = stamp
     return files, folders
+
+
+def _listing(folder: str) -> tuple[int, list[tuple[str, str, tuple[int, int]]]]:
+    """(the folder's mtime, or -1 when too recent to trust (RACY_NS); (name, "dir" or "note",
+    (mtime_ns, size)) of each sub-folder and note file in it), read through the folder opened
+    once where the platform allows it, so a rename of the folder meanwhile changes nothing."""
+    before = time.time_ns()
+    by_descriptor = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY) if by_descriptor else None
+    disturbed = False  # an entry gone before it was looked at: the folder is listed again next time
+    try:
+        mtime = (os.fstat(handle) if by_descriptor else os.stat(folder)).st_mtime_ns
+        found = []
+        with os.scandir(handle if by_descriptor else folder) as entries:
+            for entry in entries:  # (statted inside: an entry of a folder read by descriptor needs it open)
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        found.append((name, "dir", (entry.stat(follow_symlinks=False).st_mtime_ns, 0)))
+                    elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                        info = entry.stat(follow_symlinks=False)
+                        found.append((name, "note", (info.st_mtime_ns, info.st_size)))
+                except OSError:  # moved or deleted since the listing (or, by path, the folder renamed)
+                    disturbed = True
+    finally:
+        if handle is not None:
+            os.close(handle)
+    return (mtime if mtime < before - RACY_NS and not disturbed else -1), found
