@@ -388,10 +388,12 @@ def main() -> None:
     print("|" + "---|" * len(columns))
     for row in rows:
         print("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
-    total = sum(r["events"] for r in rows if "during" in r["race"])
-    lost = sum(r["lost"] for r in rows if "during" in r["race"])
-    dupes = sum(r["dupes"] for r in rows if "during" in r["race"])
-    print(f"\n{total} editor saves/moves raced against grades; lost {lost}, duplicated {dupes}")
+    raced = [r for r in rows if "lost" in r and "during" in r["race"]]
+    total, lost, dupes = (sum(r[key] for r in raced) for key in ("events", "lost", "dupes"))
+    print(f"\n{total} editor saves/moves raced against vaultmem's writes; lost {lost}, duplicated {dupes}")
+    hidden = [r for r in rows if "hidden" in r]
+    print(f"{sum(r['events'] for r in hidden)} notes saved or folders renamed during bulk adds and checks; "
+          f"hidden from the next command: {sum(r['hidden'] for r in hidden)} notes or rounds")
     for row in rows:
         if row.get("first failure"):
             print(f"first failure in {row['race']}: {row['first failure']}")
