@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 
 import pytest
@@ -331,8 +332,6 @@ def test_two_checks_at_once_never_leave_a_note_out_of_a_folder_counted_as_listed
     once and A, the older listing, wrote first, B last: A dropped the note's row and folder and
     B recorded the parent folder as listed, so no check looked again until the full one, and
     recall missed the note meanwhile. Now B's listing waits for A's turn to end."""
-    import threading
-
     note = vault.add("The staging database listens on port 5433", "work/infra", merge=False, supersede=False).note
     folder = vault.root / "memories" / "work" / "infra"
     away = folder.with_name("infra-away")
