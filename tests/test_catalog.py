@@ -200,18 +200,25 @@ def test_a_file_moved_away_while_its_folder_is_listed_does_not_hide_the_folder(v
     (folder / "stays.md").write_text("---\nid: stays\n---\nStays here.\n")
     (folder / "moves.md").write_text("---\nid: moves\n---\nMoves away.\n")
     real_scandir = os.scandir
+    inode = folder.stat().st_ino
 
-    class Listing:
-        def __init__(self, path):
-            self.entries = list(real_scandir(path))
-            if str(path).endswith("work"):
-                (folder / "moves.md").rename(vault_dir / "memories" / "moves.md")
+    class Listing:  # the rename lands once the folder's entries are read, before they are looked at
+        def __init__(self, target):
+            self.real = real_scandir(target)
+            self.work = (os.fstat(target) if isinstance(target, int) else os.stat(target)).st_ino == inode
 
         def __enter__(self):
-            return iter(self.entries)
+            return self
 
         def __exit__(self, *exc):
+            self.real.close()
             return False
+
+        def __iter__(self):
+            for number, entry in enumerate(self.real):
+                if self.work and number == 0:
+                    (folder / "moves.md").rename(vault_dir / "memories" / "moves.md")
+                yield entry
 
     monkeypatch.setattr(catalog_module.os, "scandir", Listing)
     files, folders = catalog_module._scan(vault_dir)
@@ -316,8 +323,6 @@ def test_a_folder_renamed_away_while_it_is_listed_and_back_keeps_every_note(vaul
         return listing
 
     monkeypatch.setattr(os, "scandir", rename_while_listing)
-    if real_scandir in os.supports_fd:  # (the folder is read through its descriptor where it can be)
-        monkeypatch.setattr(os, "supports_fd", os.supports_fd | {rename_while_listing})
     Vault(vault.root).catalog(refresh=False).refresh()
     monkeypatch.setattr(os, "scandir", real_scandir)
     os.rename(away, folder)  # and back

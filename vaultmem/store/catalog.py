@@ -44,7 +44,7 @@ from typing import Callable, Iterable
 from vaultmem.core.model import HIDDEN_STATUSES, Note
 from vaultmem.core.note import READER_VERSION
 from vaultmem.errors import NoteError
-from vaultmem.store.files import file_identity
+from vaultmem.store.files import file_identity, open_folder
 
 NOTE_FOLDERS = ("memories", "skills", "archive")
 SCHEMA_VERSION = 6  # 4: notes a rowid table; 5: an unreadable note keeps the id its `id:` line states;
@@ -877,15 +877,13 @@ def _scan(root: Path, start: str | None = None,
 def _listing(folder: str) -> tuple[int, list[tuple[str, str, tuple[int, int]]]]:
     """(the folder's mtime, or -1 when too recent to trust (RACY_NS); (name, "dir" or "note",
     (mtime_ns, size)) of each sub-folder and note file in it), read through the folder opened
-    once where the platform allows it, so a rename of the folder meanwhile changes nothing."""
+    once where the platform allows it (files.open_folder), so a rename of it meanwhile changes nothing."""
     before = time.time_ns()
-    by_descriptor = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
-    handle = os.open(folder, os.O_RDONLY | os.O_DIRECTORY) if by_descriptor else None
     disturbed = False  # an entry gone before it was looked at: the folder is listed again next time
-    try:
-        mtime = (os.fstat(handle) if by_descriptor else os.stat(folder)).st_mtime_ns
+    with open_folder(folder) as handle:
+        mtime = (os.stat(folder) if handle is None else os.fstat(handle)).st_mtime_ns
         found = []
-        with os.scandir(handle if by_descriptor else folder) as entries:
+        with os.scandir(folder if handle is None else handle) as entries:
             for entry in entries:  # (statted inside: an entry of a folder read by descriptor needs it open)
                 name = entry.name
                 if name.startswith("."):
@@ -898,7 +896,4 @@ def _listing(folder: str) -> tuple[int, list[tuple[str, str, tuple[int, int]]]]:
                         found.append((name, "note", (info.st_mtime_ns, info.st_size)))
                 except OSError:  # moved or deleted since the listing (or, by path, the folder renamed)
                     disturbed = True
-    finally:
-        if handle is not None:
-            os.close(handle)
     return (mtime if mtime < before - RACY_NS and not disturbed else -1), found

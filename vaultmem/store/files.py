@@ -388,22 +388,28 @@ def _swap_in(tmp: Path, path: Path, seen: os.stat_result, folder: int | None) ->
         os.close(first_out)
 
 
-# Whether files can be named inside an open folder (dir_fd): Linux and macOS, not Windows.
-_NAMES_IN_FOLDER = {os.open, os.stat, os.unlink} <= os.supports_dir_fd
+# Whether files can be named, and listed, inside an open folder (dir_fd): Linux and macOS, not Windows.
+_NAMES_IN_FOLDER = {os.open, os.stat, os.unlink} <= os.supports_dir_fd and os.scandir in os.supports_fd
 
 
 @contextmanager
-def _open_folder(path: Path):
-    """The folder `path` is in, open (a descriptor) while the block runs; None where files
-    cannot be named inside an open folder (they are then named by their whole path)."""
+def open_folder(folder: Path | str):
+    """`folder` open (a descriptor) while the block runs, so a rename of it meanwhile changes
+    nothing for what is done inside it; None where files cannot be named or listed inside an
+    open folder (they are then named by their whole path)."""
     if not _NAMES_IN_FOLDER:
         yield None
         return
-    folder = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    handle = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        yield folder
+        yield handle
     finally:
-        os.close(folder)
+        os.close(handle)
+
+
+def _open_folder(path: Path):
+    """The folder `path` is in, open while the block runs (`open_folder`)."""
+    return open_folder(path.parent)
 
 
 def _in_folder(path: Path, folder: int | None) -> tuple[str | Path, dict]:
