@@ -82,6 +82,22 @@ CASES = [
      "Deploys of gamma-57 go through GitHub Actions and take about 354 minutes", 0.95, P),
     ("other-service-other-port", "Service beta-3 listens on port 9000 in prod",
      "Service alpha-17 listens on port 8123 in staging", 0.95, P),
+    # only the thing a statement is about differs: two things, both true (superseding would hide one)
+    ("other-instance-before-a-shared-value", "Never reboot web-12 during office hours; warn the team on channel ops-3 first",
+     "Never reboot web-9 during office hours; warn the team on channel ops-3 first", 0.9, P),
+    ("same-instance-new-value", "Never reboot web-12 during office hours; warn the team on channel ops-4 first",
+     "Never reboot web-12 during office hours; warn the team on channel ops-3 first", 0.93, C),
+    ("other-place-with-its-verb", "The ferry to Tangier departs at 14:00 from pier 2",
+     "The ferry to Algeciras departs at 14:00 from pier 2", 0.9, P),
+    ("same-place-new-time", "The ferry to Tangier departs at 15:30 from pier 2",
+     "The ferry to Tangier departs at 14:00 from pier 2", 0.93, C),
+    ("other-client-passive", "Reports for Umbrella are mailed every Monday", "Reports for Hooli are mailed every Monday",
+     0.9, P),
+    ("name-filling-a-role", "For releases, Buildkite is our CI system", "For releases, Jenkins is our CI system", 0.9, C),
+    ("same-choice-other-context", "I prefer green tea over black tea in winter",
+     "I prefer green tea over black tea in summer", 0.9, P),
+    ("other-choice-same-context", "I prefer green tea in winter", "I prefer black tea in winter", 0.9, C),
+    ("hyphenated-names-differ-by-a-letter", "Volume disk-a is nearly full", "Volume disk-b is nearly full", 0.9, U),
 ]
 
 

@@ -67,6 +67,19 @@ def test_a_non_update_on_the_same_topic_leaves_both_active(run, old, new):
     assert newer["superseded"] == [] and run.json("show", older["id"])["status"] == "active"
 
 
+@pytest.mark.real_model
+@pytest.mark.parametrize("old, new", [
+    ("The bus to Sintra leaves at 9:10 from stop 4", "The bus to Cascais leaves at 9:10 from stop 4"),
+    ("Never reboot db-7 at night; tell channel infra-2 first", "Never reboot db-12 at night; tell channel infra-2 first"),
+], ids=["other-place", "other-instance"])
+def test_the_same_fact_about_another_thing_is_a_second_memory_not_an_update(run, old, new):
+    older = add(run, old)
+    newer = add(run, new, now=LATER)
+    assert newer["action"] == "added" and newer["superseded"] == [] and newer["contested"] == []
+    assert run.json("show", older["id"])["status"] == "active"
+    assert [h["id"] for h in run.json("recall", new)][:1] == [newer["id"]]
+
+
 def test_without_the_model_a_difference_is_never_a_contradiction(run, vault_dir, monkeypatch):
     monkeypatch.setenv("VAULTMEM_MODEL", str(vault_dir / "no-such-model"))
     older = add(run, "We use Jenkins for CI")

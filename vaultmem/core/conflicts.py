@@ -16,7 +16,8 @@ Rules, not a model: it runs on every write, explains itself in one line ("number
 numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
 
 1. Tokens: Unicode words, lower case, light suffix stripping (deploys/deployed -> deploy),
-   a few synonyms (db -> database). Values keep their shape: number/version (3.11), time
+   a few synonyms (db -> database); a part of a hyphenated word is never a stopword
+   ("logs-us", "site-a"). Values keep their shape: number/version (3.11), time
    (9:30, 3pm), date (2024-06-14, "12 March", a month, a year), weekday, name (capitalised
    not at sentence start, ALLCAPS, GitHub; runs merged: "VS Code"), weak name (capitalised
    at sentence start: "Alice" but also "Staging"), code (eu-west-1), quoted string.
@@ -33,9 +34,13 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
 6. The slot: one value differs on each side, same kind, same neighbour left or right:
    conflict; but a name after an additive verb (likes, speaks, visited) is compatible, a
    number there unclear, a weak name without a role word (owns, leads, on call) unclear.
-   Values of different kinds: compatible ("on Fridays" vs "with ArgoCD"). One plain word
-   each side: conflict after an exclusive word (prefers, favourite, default, main),
-   compatible after an additive or role word, else unclear.
+   Values of different kinds: compatible ("on Fridays" vs "with ArgoCD"). A name or code
+   the sentence is about (followed by its verb: "the ferry to Tangier departs", or a code
+   before a value both share: "never reboot web-12 ... on channel ops-3"): another
+   subject, compatible, unless a role word makes a name the slot's holder ("Dana leads").
+   One plain word each side: conflict after an exclusive word (prefers, favourite,
+   default, main) unless the choice itself is the same ("tea over coffee in winter" /
+   "... in summer": compatible), compatible after an additive or role word, else unclear.
 7. Otherwise compatible if an additive verb is shared, or if, below similarity 0.8,
    ordinary words differ beyond one on a side (different statements on one topic,
    negated or not), or if each side's first differing value is a name or code its
@@ -269,6 +274,9 @@ def _parse_once(text: str) -> _Parsed:
         else:
             parts = s.split("-") if "-" in s and not any(c.isdigit() for c in s) else [s]
             new = [_word(p, start and i == 0) for i, p in enumerate(parts) if p]
+            for t in new if len(new) > 1 else ():  # "logs-us", "site-a": a part of a name, not a stopword
+                if t.kind == "stop":
+                    t.kind = "word"
         for t in new:  # runs of capitalised words are one name: "VS Code", "GitHub Actions"
             last = toks[-1] if toks else None
             if last and {t.kind, last.kind} <= {"name", "weak"} and not text[prev_end:m.start()].strip(" -"):
@@ -359,6 +367,26 @@ def _names_subject(t: _Tok, p: _Parsed) -> bool:
     return nxt is not None and (nxt.key in VERB_STOPS or nxt.kind == "word")
 
 
+def _topic(t: _Tok, p: _Parsed, shared_values: set[str]) -> bool:
+    """Is `t` the thing the sentence is about rather than a value it states of it? A name or
+    code followed by its own verb ("the flight to Lisbon leaves ...", "table sessions in
+    ClickHouse holds ...") or a code (an instance: eta-9, PROJ-12) named before a value both
+    texts share ("never restart eta-9 ... on host mq29"): the facts sit on it, so another one
+    there is another thing, not a new value. Not before "is" and a description: "GitHub
+    Actions is our CI" names what fills a role; nor a capitalised name before a shared one
+    ("we use Jenkins for CI")."""
+    if t.kind not in ("name", "code"):
+        return False
+    i = p.toks.index(t)
+    nxt = p.toks[i + 1] if i + 1 < len(p.toks) else None
+    if nxt is not None and nxt.kind == "word" and nxt.raw.lower().endswith("s") and not nxt.raw.endswith("ss"):
+        return True
+    after = p.toks[i + 2] if i + 2 < len(p.toks) else None
+    if nxt is not None and nxt.key in BE and after is not None and after.kind == "word":
+        return True  # "invoices for Globex are sent ...", but not "GitHub Actions is our CI"
+    return t.kind == "code" and any(u.key in shared_values for u in p.toks[i + 1:] if _content(u))
+
+
 def classify(new: str, old: str, similarity: float) -> Verdict:
     """How `new` relates to `old`: duplicate, conflict, unclear or compatible (see the module docstring)."""
     if (norm := re.sub(r"[\W_]+", " ", new.lower()).strip()) == re.sub(r"[\W_]+", " ", old.lower()).strip() and norm:
@@ -430,6 +458,9 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         if la != lb and ra != rb:
             return Verdict("unclear", f"values differ in different places: {x.raw} vs {y.raw}")
         reason = f"{LABEL[fam_x]} differ: {x.raw} vs {y.raw}"
+        shared_values = {t.key for t in shared if t.kind not in ("word", "name", "weak")}
+        if not (cues & ROLE and fam_x == "name") and _topic(x, a, shared_values) and _topic(y, b, shared_values):
+            return Verdict("compatible", f"other subjects: {x.raw} / {y.raw}")
         if fam_x == "name" and not cues & ROLE:
             if cues & ADDITIVE:
                 return Verdict("compatible", f"both can hold: {x.raw} / {y.raw}")
@@ -441,6 +472,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
     if not vals_a and not vals_b and len(heavy_a) == len(heavy_b) == 1:
         x, y = heavy_a[0], heavy_b[0]
         (la, ra), (lb, rb) = _around(x, a), _around(y, b)
+        if pa and pa == pb and cues & EXCLUSIVE:  # "prefers tea over coffee in the morning" / "... evening"
+            return Verdict("compatible", f"same choice, other context: {x.raw} / {y.raw}")
         if (la == lb or ra == rb) and cues & EXCLUSIVE:
             return conflict(f"choice differs: '{x.raw}' vs '{y.raw}'")
         if cues & (ADDITIVE | ROLE):
