@@ -105,9 +105,9 @@ def main(argv: list[str] | None = None) -> None:
     print("| restatements | supersedes | same subject | other subject (wrong) | precision "
           "| restatements superseding their fact | ... contesting it |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
+    caught = restated_found / max(1, restatements)
     print(f"| {restatements} | {superseded} | {judged['right']} | {judged['wrong']} | "
-          f"{judged['right'] / max(1, superseded):.3f} | {restated_found} ({restated_found / max(1, restatements):.2f}) "
-          f"| {contested_own} |")
+          f"{judged['right'] / max(1, superseded):.3f} | {restated_found} ({caught:.2f}) | {contested_own} |")
     for new, old in wrong[:args.errors]:
         print(f"\n- new: {new}\n  old: {old}")
 

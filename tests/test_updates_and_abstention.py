@@ -70,7 +70,8 @@ def test_a_non_update_on_the_same_topic_leaves_both_active(run, old, new):
 @pytest.mark.real_model
 @pytest.mark.parametrize("old, new", [
     ("The bus to Sintra leaves at 9:10 from stop 4", "The bus to Cascais leaves at 9:10 from stop 4"),
-    ("Never reboot db-7 at night; tell channel infra-2 first", "Never reboot db-12 at night; tell channel infra-2 first"),
+    ("Never reboot db-7 at night; tell channel infra-2 first",
+     "Never reboot db-12 at night; tell channel infra-2 first"),
 ], ids=["other-place", "other-instance"])
 def test_the_same_fact_about_another_thing_is_a_second_memory_not_an_update(run, old, new):
     older = add(run, old)
