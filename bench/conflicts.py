@@ -14,8 +14,11 @@ The first 114 pairs were written before the rules were run on them and not used 
 tune them; the 158 with "set": "versions" (version chains: a tool replaced in the same
 role, a figure that grew, a rule or a date that changed, each phrased several ways,
 and non-updates on the same topics) were written for issue 12 before its rule changes
-and then used to develop them, so they are a dev set. The pairs in
-tests/test_conflicts.py are different ones.
+and then used to develop them, so they are a dev set; the 34 with "set": "subjects" (the
+same fact about another service, place, client or ticket, a preference in another
+context, beside updates of one thing) were written after generated bulk adds
+(bench/supersede_generated.py) showed supersedes across subjects, and used to develop
+that rule: a dev set too. The pairs in tests/test_conflicts.py are different ones.
 
 Prints one markdown table per relation (support, predicted, precision, recall),
 the confusion matrix (rows: gold, columns: predicted) and overall accuracy.
