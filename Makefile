@@ -21,18 +21,22 @@ demo: $(VENV)/.installed
 # One test process more than there are cores, at most 4 (each may hold the real model): many
 # tests wait on processes they start (watchers, CLI commands, lock holders), so a third
 # process on 2 cores keeps both busy (the suite took 86-90 s with 3 against 102-104 s with
-# 2 and 98-106 s with 4, in one alternating run on this 2-core machine).
+# 2 and 98-106 s with 4, in one alternating run on this 2-core machine). Work stealing, not
+# xdist's default up-front split: a worker that drew the long race tests no longer leaves the
+# others idle at the end (83.7-97.7 s, median 91, against 98.3-105.5 s, median 100, in six
+# runs each on 2026-12-04).
+TEST_DIST = --dist worksteal
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0)) + 1))")
 
 # Every test but the bench scripts' own (marked `bench`: each runs a bench end to end, ~35 s of a
 # worker, and guards the tooling, not a promise to users); `make test-bench` runs those, and CI both.
 test: $(VENV)/.installed plugin
 	$(BIN)/python -m compileall -q vaultmem
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not bench"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_DIST) -m "not bench"
 
 test-bench: $(VENV)/.installed
 	$(BIN)/python -m compileall -q vaultmem
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m bench
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(TEST_DIST) -m bench
 
 # The Obsidian plugin: install its pinned packages, build, test; fail when the shipped
 # bundle (obsidian_plugin/main.js) is stale (tests/test_obsidian.py checks the cross-language vectors).
