@@ -99,6 +99,11 @@ CASES = [
      "I prefer green tea over black tea in summer", 0.9, P),
     ("other-choice-same-context", "I prefer green tea in winter", "I prefer black tea in winter", 0.9, C),
     ("hyphenated-names-differ-by-a-letter", "Volume disk-a is nearly full", "Volume disk-b is nearly full", 0.9, U),
+    # chat lines the model puts close together (same people, same tone), saying different things
+    ("chat-lines-with-many-words-apart", "Nadia: Thanks, Omar! Baking bread every weekend keeps me calm and happy.",
+     "Omar: Wow, Nadia! That crust looks perfect, your kitchen must smell amazing.", 0.9, P),
+    ("chat-lines-one-negated", "Omar: Cheers, Nadia! Can't wait to try your sourdough recipe this weekend.",
+     "Omar: Great chat, Nadia! Hope the bakery opening goes smoothly next week.", 0.9, P),
 ]
 
 

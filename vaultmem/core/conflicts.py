@@ -28,7 +28,8 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
 2. Under half of the smaller side's content words, or under a third of the larger
    side's, shared and similarity < 0.8: compatible.
 3. Same words swapped around over/than/from/to: unclear.
-4. Polarity differs: conflict if nothing else differs, else unclear.
+4. Polarity differs: conflict if nothing else differs, else unclear (compatible when
+   ordinary words differ as in 7).
 5. Nothing differs: duplicate. Only one side adds words: a qualifier (except, only,
    sometimes) -> unclear; one word at similarity >= 0.85 -> duplicate; else compatible.
 6. The slot: one value differs on each side, same kind, same neighbour left or right:
@@ -42,8 +43,9 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
    default, main) unless the choice itself is the same ("tea over coffee in winter" /
    "... in summer": compatible), compatible after an additive or role word, else unclear.
 7. Otherwise compatible if an additive verb is shared, or if, below similarity 0.8,
-   ordinary words differ beyond one on a side (different statements on one topic,
-   negated or not), or if each side's first differing value is a name or code its
+   ordinary words differ beyond one on a side, or at any similarity three or more on
+   each side (different statements on one topic, negated or not: chat lines of the
+   same two people sit close for a sentence model), or if each side's first differing value is a name or code its
    sentence is about, followed by its verb ("Orion is ...", "kappa-44 runs ..."):
    two subjects; else unclear.
 A hedge (probably, maybe, I think, might) turns a conflict into unclear.
@@ -433,7 +435,7 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
     heavy_b = [t for t in only_b if t.kind == "word" and t.key not in LIGHT]
     cues = {t.key for t in shared if t.kind == "word"}
     if a.neg % 2 != b.neg % 2:
-        if similarity < 0.8 and (len(heavy_a) > 1 or len(heavy_b) > 1):
+        if similarity < 0.8 and (len(heavy_a) > 1 or len(heavy_b) > 1) or len(heavy_a) > 2 and len(heavy_b) > 2:
             return Verdict("compatible", f"different statements: {_show(only_a)} / {_show(only_b)}")
         if vals_a or vals_b or heavy_a or heavy_b:
             return Verdict("unclear", f"negation and other differences: {_show(only_a)} vs {_show(only_b)}")
@@ -484,7 +486,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return Verdict("compatible", f"different details: {_show(vals_a)} / {_show(vals_b)}")
     if cues & ADDITIVE:
         return Verdict("compatible", f"both can hold: {_show(diff_a)} / {_show(diff_b)}")
-    if similarity < 0.8 and (not (vals_a and vals_b) or len(heavy_a) > 1 or len(heavy_b) > 1):
+    if (similarity < 0.8 and (not (vals_a and vals_b) or len(heavy_a) > 1 or len(heavy_b) > 1)
+            or len(heavy_a) > 2 and len(heavy_b) > 2):
         # Ordinary words differ (beyond one each): two statements about one topic, not
         # two values for one slot ("Thanks, Gina! ..." vs "Thanks, Jon! ...").
         return Verdict("compatible", f"different statements: {_show(diff_a)} / {_show(diff_b)}")
