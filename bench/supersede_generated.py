@@ -57,15 +57,22 @@ class TracedGen(MemoryGen):
         return text
 
     def subject(self, i: int) -> tuple:
-        """The template and the values of its question's slots: what the fact is about."""
+        """The template and the values of its question's slots: what the fact is about (as a
+        set: "does the user prefer tabs or spaces" asks about a reversed preference too)."""
         t, values = self.facts[i]
         slots = [name for _lit, name, _spec, _conv in string.Formatter().parse(TEMPLATES[t][2]) if name]
-        return (t, *(values[s] for s in slots))
+        return (t, *sorted(values[s] for s in slots))
 
     def root(self, i: int) -> int:
+        """The new fact memory `i` goes back to, through restatements and repeats."""
         while self.origin[i] is not None:
             i = self.origin[i]
         return i
+
+    def restates(self, i: int) -> bool:
+        """Memory `i` says an earlier fact with a value changed (a repeat says it unchanged)."""
+        origin = self.origin[i]
+        return origin is not None and self.facts[i][1] is not self.facts[origin][1]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -96,10 +103,10 @@ def main(argv: list[str] | None = None) -> None:
             judged["right" if right else "wrong"] += 1
             if not right:
                 wrong.append((memories[i][0], memories[j][0]))
-            restated_found += gen.origin[i] is not None and gen.root(i) == gen.root(j)
-        contested_own += gen.origin[i] is not None and gen.facts[i][1] is not gen.facts[gen.origin[i]][1] and any(
+            restated_found += gen.restates(i) and gen.root(i) == gen.root(j)
+        contested_own += gen.restates(i) and any(
             gen.root(index[old_id]) == gen.root(i) for old_id in getattr(result, "contested", ()))
-    restatements = sum(o is not None and gen.facts[i][1] is not gen.facts[o][1] for i, o in enumerate(gen.origin))
+    restatements = sum(map(gen.restates, range(len(memories))))
     superseded = judged["right"] + judged["wrong"]
     print(f"{args.memories} generated memories (seed {args.seed}), add_many with checks: {seconds:.0f} s\n")
     print("| restatements | supersedes | same subject | other subject (wrong) | precision "

@@ -40,6 +40,21 @@ def test_memories_are_deterministic_short_sentences_in_about_twenty_namespaces()
     assert not set(t for t, _ns in a["cli_adds"]) & set(texts)
 
 
+def test_the_traced_generator_writes_the_same_memories_and_knows_what_each_restates():
+    import supersede_generated
+
+    traced, plain = supersede_generated.TracedGen(7), peers.MemoryGen(7)
+    memories = [traced.next() for _ in range(1500)]
+    assert memories == [plain.next() for _ in range(1500)]
+    restated = [i for i in range(len(memories)) if traced.restates(i)]
+    assert 0.04 < len(restated) / len(memories) < 0.10  # P_RESTATE, 7%
+    for i in restated:  # the same template and subject slots as the fact it restates, one value changed
+        origin = traced.origin[i]
+        assert traced.subject(i) == traced.subject(origin) and memories[i] != memories[origin]
+    repeats = [i for i, o in enumerate(traced.origin) if o is not None and not traced.restates(i)]
+    assert repeats and all(memories[i] == memories[traced.origin[i]] for i in repeats)
+
+
 def test_ratio_is_vaultmem_over_the_best_peer():
     row = peers.Row("x").set("vaultmem", "6", 6.0).set("skillmem", "2", 2.0).set("agentmemory-sr", "3", 3.0)
     assert row.ratio() == "×3.00"
