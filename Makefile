@@ -23,8 +23,8 @@ demo: $(VENV)/.installed
 # process on 2 cores keeps both busy (the suite took 86-90 s with 3 against 102-104 s with
 # 2 and 98-106 s with 4, in one alternating run on this 2-core machine). Work stealing, not
 # xdist's default up-front split: a worker that drew the long race tests no longer leaves the
-# others idle at the end (83.7-97.7 s, median 91, against 98.3-105.5 s, median 100, in six
-# runs each on 2026-12-04).
+# others idle at the end (nine runs: 83.7-101.6 s, median 91.2, against six with the default:
+# 98.3-105.5 s, median 100.5, on 2026-12-04).
 TEST_DIST = --dist worksteal
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(4, len(os.sched_getaffinity(0)) + 1))")
 
