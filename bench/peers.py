@@ -250,6 +250,7 @@ class MemoryGen:
     def __init__(self, seed: int):
         self.rng = random.Random(seed)
         self.facts: list[tuple[int, dict]] = []  # (template index, values) of every memory so far
+        self.origins: list[int | None] = []  # the earlier memory each repeats or restates (None: a new fact)
 
     def _render(self, t: int, values: dict) -> tuple[str, str]:
         text, namespaces, _q, _slot = TEMPLATES[t]
@@ -265,10 +266,13 @@ class MemoryGen:
     def next(self) -> tuple[str, str]:
         r = self.rng
         roll = r.random()
+        origin = None
         if self.facts and roll < P_REPEAT:
-            t, values = r.choice(self.facts)
+            origin = r.randrange(len(self.facts))  # the draw random.choice makes
+            t, values = self.facts[origin]
         elif self.facts and roll < P_REPEAT + P_RESTATE:
-            t, old = r.choice(self.facts)
+            origin = r.randrange(len(self.facts))
+            t, old = self.facts[origin]
             slot = TEMPLATES[t][3]
             fresh = _draw(r)
             if slot == "pref_a":  # a preference reversed
@@ -280,6 +284,7 @@ class MemoryGen:
             t = r.randrange(len(TEMPLATES))
             values = {**_draw(r), "_ns": r.randrange(2), **self._context()}
         self.facts.append((t, values))
+        self.origins.append(origin)
         text, namespace = self._render(t, values)
         assert 8 <= len(text.split()) <= 25, text
         return text, namespace

@@ -35,26 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
-import peers  # noqa: E402
 from peers import TEMPLATES, MemoryGen  # noqa: E402
 
 
 class TracedGen(MemoryGen):
-    """The peers' generator, also saying which earlier fact each memory restates or repeats."""
-
-    def __init__(self, seed: int):
-        super().__init__(seed)
-        self.origin: list[int | None] = []  # the fact a memory restates or repeats (None: a new fact)
-
-    def next(self) -> tuple[str, str]:
-        state = self.rng.getstate()
-        roll = self.rng.random()
-        pick = self.rng.randrange(len(self.facts)) if self.facts else None
-        self.rng.setstate(state)  # replay: the parent draws the same numbers
-        text = super().next()
-        fresh = pick is None or roll >= peers.P_REPEAT + peers.P_RESTATE
-        self.origin.append(None if fresh else pick)
-        return text
+    """The peers' generator, asked what each memory is about and which fact it goes back to."""
 
     def subject(self, i: int) -> tuple:
         """The template and the values of its question's slots: what the fact is about (as a
@@ -65,13 +50,13 @@ class TracedGen(MemoryGen):
 
     def root(self, i: int) -> int:
         """The new fact memory `i` goes back to, through restatements and repeats."""
-        while self.origin[i] is not None:
-            i = self.origin[i]
+        while self.origins[i] is not None:
+            i = self.origins[i]
         return i
 
     def restates(self, i: int) -> bool:
         """Memory `i` says an earlier fact with a value changed (a repeat says it unchanged)."""
-        origin = self.origin[i]
+        origin = self.origins[i]
         return origin is not None and self.facts[i][1] is not self.facts[origin][1]
 
 

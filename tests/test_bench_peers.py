@@ -49,10 +49,10 @@ def test_the_traced_generator_writes_the_same_memories_and_knows_what_each_resta
     restated = [i for i in range(len(memories)) if traced.restates(i)]
     assert 0.04 < len(restated) / len(memories) < 0.10  # P_RESTATE, 7%
     for i in restated:  # the same template and subject slots as the fact it restates, one value changed
-        origin = traced.origin[i]
+        origin = traced.origins[i]
         assert traced.subject(i) == traced.subject(origin) and memories[i] != memories[origin]
-    repeats = [i for i, o in enumerate(traced.origin) if o is not None and not traced.restates(i)]
-    assert repeats and all(memories[i] == memories[traced.origin[i]] for i in repeats)
+    repeats = [i for i, o in enumerate(traced.origins) if o is not None and not traced.restates(i)]
+    assert repeats and all(memories[i] == memories[traced.origins[i]] for i in repeats)
 
 
 def test_ratio_is_vaultmem_over_the_best_peer():
