@@ -403,9 +403,13 @@ def store_of(size_dir: Path, tool: str, phase: str) -> Path:
 
 
 def fresh_dir(path: Path) -> Path:
+    """An empty folder for a store, with the disk caught up first: a write measured next starts
+    with nothing left to flush from the steps before (the store just deleted, another tool's
+    10k files), which a tool that syncs (vaultmem, once per batch) would otherwise pay for."""
     if path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
+    os.sync()
     return path
 
 
@@ -683,6 +687,9 @@ def measure_with_watcher(setup: Setup, size_dir: Path, data: dict, ids: list[str
 
 # ================================================================ one size
 
+STEPS = ("write", "checked", "bulk", "recall", "cli", "watcher")
+
+
 def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> dict:
     """Every measure of one size. A tool that fails a step (a crash, a timeout) is left out of
     the later steps of this size; its error is reported under the table."""
@@ -743,12 +750,16 @@ def bench_size(setup: Setup, tools: list[str], size: int, args, reps: Reps) -> d
         log(f"vaultmem: decay did not finish in {args.decay_timeout:.0f}s" if d.get("timed_out") else
             f"vaultmem: decay {d['s']:.1f}s, {d['changed']} notes changed")
 
-    each_tool("write, checks off", write_plain)
-    each_tool(f"write, checks on (first {min(size, args.checked_limit)})", write_checked)
-    each_tool("write in bulk (add_many)", write_bulk, only=("vaultmem",))
-    each_tool("in-process recall", recall)
-    each_tool("CLI recall, grade, add", cli)
-    each_tool("watcher, decay", vaultmem_only, only=("vaultmem",))
+    steps = {"write": lambda: each_tool("write, checks off", write_plain),
+             "checked": lambda: each_tool(f"write, checks on (first {min(size, args.checked_limit)})",
+                                          write_checked),
+             "bulk": lambda: each_tool("write in bulk (add_many)", write_bulk, only=("vaultmem",)),
+             "recall": lambda: each_tool("in-process recall", recall),
+             "cli": lambda: each_tool("CLI recall, grade, add", cli),
+             "watcher": lambda: each_tool("watcher, decay", vaultmem_only, only=("vaultmem",))}
+    for step, run in steps.items():
+        if step in args.steps:
+            run()
     if not args.keep:
         shutil.rmtree(size_dir, ignore_errors=True)
     res["load_end"] = _loadavg()
@@ -1041,6 +1052,9 @@ def main(argv=None) -> int:
                                           "(default: this one)")
     p.add_argument("--vaultmem-python", help="interpreter whose installed vaultmem is measured (default: this one)")
     p.add_argument("--tools", default=",".join(TOOLS), help="which of %(default)s to measure")
+    p.add_argument("--steps", type=lambda v: v.split(","), default=list(STEPS),
+                   help=f"which of {','.join(STEPS)} to run (default: all; recall, cli and watcher need write: "
+                        "it makes their store)")
     p.add_argument("--checked-limit", type=int, default=10000,
                    help="measure at most this many checks-on adds per tool and extrapolate (default %(default)s)")
     p.add_argument("--decay-timeout", type=float, default=180.0,
@@ -1051,6 +1065,8 @@ def main(argv=None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the stores")
     p.add_argument("--json-out", help="also write the raw measurements here")
     args = p.parse_args(argv)
+    if set(args.steps) - set(STEPS):
+        p.error(f"--steps: unknown {','.join(sorted(set(args.steps) - set(STEPS)))}; choose from {','.join(STEPS)}")
 
     started = _loadavg()
     sizes = [int(s.replace("_", "")) for s in (args.sizes or ("300" if args.quick else "1000,10000")).split(",")
