@@ -184,6 +184,64 @@ def test_a_text_is_embedded_once_even_when_batches_end_early(vault_dir, monkeypa
     assert sorted(embedded) == sorted(texts)  # each text once: by the batch ahead, or by its own add
 
 
+def _embeds_by_thread(vault, monkeypatch, fail_in_background: bool = False) -> list[tuple[str, str]]:
+    """(thread name, text) of every text the vault's model embeds from now on."""
+    import threading
+
+    from vaultmem.search import engine as engine_module
+
+    engine = engine_module.engine_for(vault)
+    engine._load_model()
+    embedder, calls = engine.embedder, []
+    real_embed = embedder.embed
+
+    def embed(texts, kind="passage"):
+        name = threading.current_thread().name
+        if fail_in_background and name.startswith("vaultmem-embed-ahead"):
+            raise RuntimeError("the model ran out of memory")
+        calls.extend((name, text) for text in texts)
+        return real_embed(texts, kind)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    return calls
+
+
+SENSORS = [f"Sensor {i} in greenhouse {i % 3} reads humidity every {i + 2} minutes" for i in range(30)]
+
+
+def test_the_next_batch_is_embedded_in_the_background_while_this_one_is_added(vault_dir, monkeypatch):
+    """add_many embeds the next batch's texts in a background thread while it adds this
+    batch (search/ahead.py): every text once, the first batch's in the caller's thread,
+    the others' in the background; the notes are what adds one by one make."""
+    vault = Vault(vault_dir)
+    calls = _embeds_by_thread(vault, monkeypatch)
+    results = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert [r.action for r in results] == ["added"] * 30
+    assert sorted(text for _thread, text in calls) == sorted(SENSORS)
+    in_background = {text for thread, text in calls if thread.startswith("vaultmem-embed-ahead")}
+    assert in_background == set(SENSORS[10:])
+    assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
+
+
+def test_a_background_embedding_that_fails_leaves_its_texts_to_the_adds(vault_dir, monkeypatch):
+    vault = Vault(vault_dir)
+    calls = _embeds_by_thread(vault, monkeypatch, fail_in_background=True)
+    results = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert [r.action for r in results] == ["added"] * 30
+    assert sorted(text for _thread, text in calls) == sorted(SENSORS)  # each once, all in the caller's thread
+
+
+def test_a_model_not_known_to_run_in_two_threads_embeds_in_the_callers_thread_only(vault_dir, monkeypatch):
+    vault = Vault(vault_dir)
+    calls = _embeds_by_thread(vault, monkeypatch)
+    from vaultmem.search.engine import engine_for
+
+    monkeypatch.setattr(type(engine_for(vault).embedder), "concurrent", False)
+    vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert {thread for thread, _text in calls} == {"MainThread"}
+    assert sorted(text for _thread, text in calls) == sorted(SENSORS)
+
+
 def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_path, monkeypatch):
     """With the checks on, the new notes reach the BM25 index once, at the end (not a Whoosh
     commit per batch); with them off, the first recall indexes them (no model is loaded)."""

@@ -95,6 +95,7 @@ class Vault:
         self._write_lock = None
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
+        self._batches = 0  # add_many batches begun by this object
         self._contests: dict[str, list[tuple[Note, str]]] = {}  # to mark contested: note id -> [(newer, reason)]
         self._folders_inside: set[str] = set()  # add_many: note folders found inside the vault this batch
 
@@ -454,13 +455,16 @@ class Vault:
         while start < len(items):
             chunk = items[start:start + batch]
             if self.config.check_conflicts:
-                self._embed_ahead(chunk)  # before the lock: the model needs none, and takes a while
+                # Before the lock: the model needs none, and takes a while. The next batch's texts
+                # are embedded in the background while this one is added.
+                self._embed_ahead(chunk, items[start + len(chunk):start + 2 * len(chunk)])
             if ended is not None:
                 # Others wait for the write lock or for the catalog (a hook's refresh, a reindex) by
                 # polling (filelock every 50 ms, SQLite's busy wait up to every 100 ms): without a
                 # gap between batches a long import takes them back at once and starves them.
                 time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
             self._in_batch, self._contests, self._folders_inside = True, {}, set()
+            self._batches += 1
             try:
                 # One sync for the batch's files. The catalog commits per add, not per batch: a
                 # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
@@ -513,17 +517,26 @@ class Vault:
         """Inside add_many (its checks search in this process, not through a watcher)."""
         return self._in_batch
 
-    def _embed_ahead(self, items: list[dict]) -> None:
+    @property
+    def batch_number(self) -> int | None:
+        """Which add_many batch is running (a new number for each), None outside one."""
+        return self._batches if self._in_batch else None
+
+    def _embed_ahead(self, items: list[dict], following: list[dict]) -> None:
         """Embed the texts a batch's checks will search with, together (one model run per
-        64 texts, not one per add); each add then finds its vector ready."""
+        64 texts, not one per add); each add then finds its vector ready. The texts of the
+        `following` items are embedded meanwhile in the background (search/ahead.py)."""
         from vaultmem.search.engine import engine_for, passage_for
 
-        # The text add's check searches with (corrections.related), so the vectors are the ones it asks for.
-        texts = [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
-                             tidy_tags(item.get("tags", ())))
-                 for item in items if _wants_checks(item)]
+        def passages(items: list[dict]) -> list[str]:
+            # The text add's check searches with (corrections.related): the vectors it asks for.
+            return [passage_for(item.get("kind", "memory"), (item.get("text") or "").strip(),
+                                tidy_tags(item.get("tags", ())))
+                    for item in items if _wants_checks(item)]
+
+        texts = passages(items)
         if texts:  # adds without checks need no model (loading it takes a second)
-            engine_for(self).embed_passages(texts)
+            engine_for(self).embed_passages(texts, passages(following))
 
     def _create(self, note: Note, folder: str, stem: str) -> tuple[Note, str]:
         """Write a new note file under `folder` with a free name from `stem`; a file

@@ -247,12 +247,19 @@ def _content(t: _Tok) -> bool:
 
 def _parse(text: str) -> _Parsed:
     """The text's tokens, parsed once per text (an add compares its text with up to 8
-    candidates, and a bulk add meets the same old texts again and again); a fresh copy
-    each time, because classify re-reads some tokens in place."""
+    candidates, and a bulk add meets the same old texts again and again): fresh lists of
+    the cached tokens, which are shared and never changed (`_retyped` copies one)."""
     cached = _parse_once(text)
-    copies = {id(t): t.copy() for t in cached.toks}
-    return _Parsed([copies[id(t)] for t in cached.toks], [copies[id(t)] for t in cached.content], cached.neg,
-                   cached.hedged)
+    return _Parsed(list(cached.toks), list(cached.content), cached.neg, cached.hedged)
+
+
+def _retyped(p: _Parsed, t: _Tok, kind: str, key: str) -> None:
+    """Token `t` of `p` read again as another kind of token: a copy takes its place in
+    `p`'s lists (the parsed tokens are cached for every later comparison of the text)."""
+    twin = t.copy()
+    twin.kind, twin.key = kind, key
+    p.toks = [twin if u is t else u for u in p.toks]
+    p.content = [twin if u is t else u for u in p.content]
 
 
 @lru_cache(maxsize=4096)
@@ -398,9 +405,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return Verdict("compatible", "nothing to compare")
     for p, q in ((a, b), (b, a)):  # "Deploys happen..." at sentence start is the word "deploy", not a name
         words = {t.key for t in p.content + q.content if t.kind == "word"}
-        for t in p.content:
-            if t.kind == "weak" and _stem(t.key) in words:
-                t.kind, t.key = "word", _stem(t.key)
+        for t in [t for t in p.content if t.kind == "weak" and _stem(t.key) in words]:
+            _retyped(p, t, "word", _stem(t.key))
     keys_b = {t.key for t in b.content}
     only_a = list({t.key: t for t in a.content if t.key not in keys_b}.values())
     only_b = list({t.key: t for t in b.content if t.key not in {u.key for u in a.content}}.values())

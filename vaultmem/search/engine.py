@@ -155,6 +155,8 @@ class RecallEngine:
         self.commit_every = commit_every
         self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
+        self._ahead = None  # an import's next texts, embedded in the background (search/ahead.py)
+        self._checked_in_batch: int | None = None  # the add_many batch whose check looked at the files
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
@@ -293,41 +295,58 @@ class RecallEngine:
         for digest in [d for d in self._recent if d not in wanted][:max(0, len(self._recent) - room)]:
             del self._recent[digest]
 
-    def embed_passages(self, texts: list[str]) -> None:
+    def embed_passages(self, texts: list[str], ahead: list[str] = ()) -> None:
         """Embed texts about to be added, in batches (add_many): each add's check and
-        its vector row then find them ready (embed_passage)."""
-        from vaultmem.search.vectors import EMBED_BATCH, text_hash
+        its vector row then find them ready (embed_passage). `ahead`: the texts of the
+        adds after these, embedded in a background thread meanwhile where the model
+        allows (search/ahead.py); the call for them takes the vectors it made."""
+        from vaultmem.search.ahead import EmbedAhead
+        from vaultmem.search.vectors import EMBED_BATCH, embed_texts, text_hash
 
         self._load_model()
         if self.embedder is None or not texts:
             return
-        wanted = {text_hash(self.embedder.name, t): t for t in texts}
-        todo = [t for digest, t in wanted.items() if digest not in self._recent]
-        self._keep_recent(RECENT_VECTORS - len(todo), set(wanted))  # texts go in order: older ones are done with
+        name = self.embedder.name
+        wanted = {text_hash(name, t): t for t in texts}
+        ready = self._ahead.take(wanted) if self._ahead is not None else {}
+        ready = {digest: vector for digest, vector in ready.items() if digest not in self._recent}
+        todo = [t for digest, t in wanted.items() if digest not in self._recent and digest not in ready]
+        # Texts go in order: older ones are done with.
+        self._keep_recent(RECENT_VECTORS - len(todo) - len(ready), set(wanted))
+        self._recent.update(ready)
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start:start + EMBED_BATCH]
             for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
-                self._recent[text_hash(self.embedder.name, text)] = vector
+                self._recent[text_hash(name, text)] = vector
+        if ahead and getattr(self.embedder, "concurrent", False):
+            if self._ahead is None:
+                embedder = self.embedder
+                self._ahead = EmbedAhead(lambda todo: embed_texts(embedder, todo))
+            later = {text_hash(name, t): t for t in ahead}
+            self._ahead.start({digest: t for digest, t in later.items() if digest not in self._recent})
 
     # ------------------------------------------------------------ keeping in step
 
     def sync(self, rebuild: bool = False, full: bool = False, lexical: bool = True,
-             lock_wait: float | None = None) -> dict:
+             lock_wait: float | None = None, files: bool = True) -> dict:
         """Bring the view and both indexes in step with the files.
 
         Bounded work (the catalog's folder check) unless `full`; `rebuild`
         re-creates the BM25 index. `lexical=False` leaves new notes out of the
         BM25 index for now (they are matched by hand meanwhile): an add's check
         does not pay a Whoosh commit per note. `lock_wait`: as for `apply`.
+        `files=False`: in step with the catalog only (vaultmem's own writes), the
+        files not checked.
         """
         with self._lock:
             if self.follow_replaced_caches() == REBUILDING:
                 return self._unchanged()
             catalog = self.vault.catalog()
-            catalog.refresh(full=full or rebuild)
+            if files or full or rebuild:
+                catalog.refresh(full=full or rebuild)
             return self._follow(catalog, rebuild, lexical, lock_wait)
 
-    def _catch_up(self, lexical: bool = True) -> None:
+    def _catch_up(self, lexical: bool = True, files: bool = True) -> None:
         """A request's freshness check: a sync, in step with the files unless another process
         writes the indexes right now (an import, a reindex, another process's first embedding),
         and then without waiting for it (at most REQUEST_LOCK_WAIT; not at all when `serving` a
@@ -338,7 +357,7 @@ class RecallEngine:
         watcher's every request, waiting as long as that process holds the lock: minutes."""
         for _attempt in range(2):
             try:
-                self.sync(lexical=lexical, lock_wait=0 if self.serving else REQUEST_LOCK_WAIT)
+                self.sync(lexical=lexical, lock_wait=0 if self.serving else REQUEST_LOCK_WAIT, files=files)
             except LockTimeout as busy:
                 self.index_writer = busy.holder or "another process"
                 if self.vault.catalog_replaced() and not self._holds_stores():
@@ -763,7 +782,12 @@ class RecallEngine:
         when the model is unavailable.
         """
         with self._lock:
-            self._catch_up(lexical=False)
+            # Inside one of add_many's batches (seconds, under the write lock) the files are checked
+            # by its first add: the batch's own writes reach the view through the catalog, and a
+            # person's edit made meanwhile is seen by the next batch's first check.
+            batch = self.vault.batch_number
+            self._catch_up(lexical=False, files=batch is None or batch != self._checked_in_batch)
+            self._checked_in_batch = batch
             lexical: list[str] = []
             if self.vectors is None:
                 # Without the model, words are all there is. With it, the nearest texts of the
