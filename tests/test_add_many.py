@@ -242,6 +242,53 @@ def test_a_model_not_known_to_run_in_two_threads_embeds_in_the_callers_thread_on
     assert sorted(text for _thread, text in calls) == sorted(SENSORS)
 
 
+def test_a_checked_batch_takes_the_index_lock_once_not_twice_an_add(vault_dir, monkeypatch):
+    """Each add's check updates the vector rows under the index lock; a batch holds it
+    throughout instead of each add taking it twice through the file lock."""
+    from vaultmem.store.lock import WriteLock
+
+    taken, real_acquire = [], WriteLock.acquire
+
+    def acquire(self, wait=None):
+        if not self.is_locked:  # a trip through the file lock, not a nested take
+            taken.append(self.path.name)
+        return real_acquire(self, wait)
+
+    monkeypatch.setattr(WriteLock, "acquire", acquire)
+    results = Vault(vault_dir).add_many([{"text": t, "namespace": "farm"} for t in SENSORS])
+    assert [r.action for r in results] == ["added"] * 30
+    assert taken.count("write.lock") == 1
+    assert 1 <= taken.count("index.lock") <= 3  # the batch's, and the BM25 commit's at the end
+
+
+def test_a_checked_batch_goes_on_while_another_process_holds_the_index_lock(vault_dir):
+    import threading
+
+    from vaultmem.search.engine import engine_for
+    from vaultmem.store.lock import WriteLock
+
+    vault = Vault(vault_dir)
+    engine_for(vault)._load_model()
+    holder, held, done = WriteLock(vault.state_dir / "index.lock"), threading.Event(), threading.Event()
+
+    def hold():
+        with holder:  # another thread excludes this one as another process would
+            held.set()
+            done.wait(30)
+
+    threading.Thread(target=hold, daemon=True).start()
+    held.wait(5)
+    try:
+        started = time.monotonic()
+        results = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS[:3]])
+        assert time.monotonic() - started < 10  # each check waited a moment (REQUEST_LOCK_WAIT), no more
+    finally:
+        done.set()
+    assert [r.action for r in results] == ["added"] * 3
+    assert [h.note.body.strip() for h in vault.recall("greenhouse 2 humidity sensor 2", min_score=0)][:1] == [
+        SENSORS[2]]
+
+
 def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_path, monkeypatch):
     """With the checks on, the new notes reach the BM25 index once, at the end (not a Whoosh
     commit per batch); with them off, the first recall indexes them (no model is loaded)."""

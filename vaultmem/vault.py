@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from vaultmem.core.model import TIERS, Note, check_namespace, tidy_tags  # noqa:
 from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
-from vaultmem.errors import BadInput, ConflictError, NoteError, NotFound, VaultmemError
+from vaultmem.errors import BadInput, ConflictError, LockTimeout, NoteError, NotFound, VaultmemError
 from vaultmem.store.catalog import Catalog, content_digest, folder_mtimes
 from vaultmem.store.discovery import STATE_DIR, default_vault_path, discover
 from vaultmem.store.files import (
@@ -469,7 +470,7 @@ class Vault:
                 # One sync for the batch's files. The catalog commits per add, not per batch: a
                 # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
                 # and would wait for the whole batch, once for each of its own commits.
-                with self.write_lock(), batched_durability(self.root):
+                with self.write_lock(), batched_durability(self.root), self._indexes_held(chunk):
                     began = time.monotonic()
                     for item in chunk:
                         try:
@@ -490,10 +491,25 @@ class Vault:
                 self._in_batch, self._contests, self._folders_inside = False, {}, set()
         if self.config.check_conflicts and any(map(_wants_checks, items)) and any(
                 isinstance(r, Added) and r.action == "added" for r in results):
-            from vaultmem.search.engine import engine_for
+            from vaultmem.search.engine import REQUEST_LOCK_WAIT, engine_for
 
-            engine_for(self).sync()  # the new notes into the BM25 index: one commit, not one per batch
+            try:  # the new notes into the BM25 index: one commit, not one per batch
+                engine_for(self).sync(lock_wait=REQUEST_LOCK_WAIT)
+            except LockTimeout:
+                pass  # another process writes the indexes now (a reindex: it takes them in): the next sync does
         return results
+
+    @contextmanager
+    def _indexes_held(self, items: list[dict]):
+        """For a batch whose adds run the checks: the index lock, held through it (each
+        check's sync updates the vector rows; see RecallEngine.indexes_held)."""
+        if not (self.config.check_conflicts and any(map(_wants_checks, items))):
+            yield
+            return
+        from vaultmem.search.engine import engine_for
+
+        with engine_for(self).indexes_held():
+            yield
 
     def _write_contests(self) -> None:
         """The older notes an add (or a batch of adds) contested, as one batch rewrite: one

@@ -659,6 +659,24 @@ class RecallEngine:
         return count
 
     @contextmanager
+    def indexes_held(self):
+        """The index lock held for a stretch of writes (one of add_many's batches, under the
+        write lock): each add's sync then takes it again without a trip through the file lock
+        (two an add, ~0.3 ms each). Not waited for: while another process holds it (a reindex,
+        a fill) each sync waits for it as before. Other processes' requests meanwhile answer
+        from the indexes as they are, the batch's notes found by their words."""
+        lock = self._index_lock()
+        try:
+            lock.acquire(wait=0)
+        except LockTimeout:
+            yield
+            return
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @contextmanager
     def _writing_indexes(self, wait: float | None = None):
         """The index lock, held; yields whether the caches are still the ones this engine reads.
         False: another process's reindex made them anew while this waited for the lock, so
