@@ -289,6 +289,35 @@ def test_a_checked_batch_goes_on_while_another_process_holds_the_index_lock(vaul
         SENSORS[2]]
 
 
+def test_the_files_a_batchs_contests_swap_out_take_the_next_batchs_rewrites_and_none_is_left(tmp_path, monkeypatch):
+    """The old files of the notes one batch's contests rewrite are kept (files.SpareFiles) for
+    the next batch's rewrites instead of a new file each; the vault ends as adds one by one
+    leave it, with no hidden file left behind."""
+    from vaultmem.store import files
+
+    if files._F_SETLEASE is None:
+        pytest.skip("spare files are kept only where the system tells whether another process has them open")
+    said = ["", ", as Ana said on Monday", ", as Bo said on Friday"]
+    texts = [f"The nightly backup of shard {i} runs at 0{2 + round_}:{10 + i} from host bk-{i}{said[round_]}"
+             for round_ in range(3) for i in range(8)]
+    items = [{"text": t, "namespace": "ops"} for t in texts]
+    for name in ("one-by-one", "batched"):
+        init_vault(tmp_path / name)
+    one_by_one, batched = Vault(tmp_path / "one-by-one"), Vault(tmp_path / "batched")
+    outcomes = [_outcome(one_by_one.add(**item)) for item in items]
+    reused, real_fill = [], files.SpareFiles.fill
+    monkeypatch.setattr(files.SpareFiles, "fill", lambda self, beside, data, mode: (
+        lambda tmp: (reused.append(tmp), tmp)[1])(real_fill(self, beside, data, mode)))
+    results = batched.add_many(items, batch=8)
+    assert [_outcome(r) for r in results] == outcomes
+    assert sum(contested for _action, _superseded, contested in outcomes[16:]) > 0  # the third batch contests
+    assert any(tmp is not None for tmp in reused)  # ... in files the second batch's contests swapped out
+    assert _state(batched) == _state(one_by_one)
+    left = [p.relative_to(tmp_path) for p in (tmp_path / "batched").rglob(".*") if p.is_file()
+            and ".vaultmem" not in p.parts and p.name != ".gitignore"]
+    assert left == []
+
+
 def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_path, monkeypatch):
     """With the checks on, the new notes reach the BM25 index once, at the end (not a Whoosh
     commit per batch); with them off, the first recall indexes them (no model is loaded)."""

@@ -453,42 +453,45 @@ class Vault:
         results: list[Added | VaultmemError] = []
         start = 0
         ended = None  # when the last batch let the locks go
-        while start < len(items):
-            chunk = items[start:start + batch]
-            if self.config.check_conflicts:
-                # Before the lock: the model needs none, and takes a while. The next batch's texts
-                # are embedded in the background while this one is added.
-                self._embed_ahead(chunk, items[start + len(chunk):start + 2 * len(chunk)])
-            if ended is not None:
-                # Others wait for the write lock or for the catalog (a hook's refresh, a reindex) by
-                # polling (filelock every 50 ms, SQLite's busy wait up to every 100 ms): without a
-                # gap between batches a long import takes them back at once and starves them.
-                time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
-            self._in_batch, self._contests, self._folders_inside = True, {}, set()
-            self._batches += 1
-            try:
-                # One sync for the batch's files. The catalog commits per add, not per batch: a
-                # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
-                # and would wait for the whole batch, once for each of its own commits.
-                with self.write_lock(), batched_durability(self.root), self._indexes_held(chunk):
-                    began = time.monotonic()
-                    for item in chunk:
-                        try:
-                            results.append(self.add(**item))
-                        except VaultmemError as exc:
-                            results.append(exc)
-                        start += 1
-                        if time.monotonic() - began > ADD_BATCH_SECONDS:
-                            break  # the rest in the next batch: another process's write waits no longer
-                    self._write_contests()
-                ended = time.monotonic()
-            except BaseException:
-                from vaultmem.search.engine import forget_engines
+        # The old files of the notes a batch's contests rewrite take the next batch's rewrites
+        # (files.SpareFiles: making a file is most of a rewrite's cost on some filesystems).
+        with SpareFiles() as spares:
+            while start < len(items):
+                chunk = items[start:start + batch]
+                if self.config.check_conflicts:
+                    # Before the lock: the model needs none, and takes a while. The next batch's texts
+                    # are embedded in the background while this one is added.
+                    self._embed_ahead(chunk, items[start + len(chunk):start + 2 * len(chunk)])
+                if ended is not None:
+                    # Others wait for the write lock or for the catalog (a hook's refresh, a reindex) by
+                    # polling (filelock every 50 ms, SQLite's busy wait up to every 100 ms): without a
+                    # gap between batches a long import takes them back at once and starves them.
+                    time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
+                self._in_batch, self._contests, self._folders_inside = True, {}, set()
+                self._batches += 1
+                try:
+                    # One sync for the batch's files. The catalog commits per add, not per batch: a
+                    # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
+                    # and would wait for the whole batch, once for each of its own commits.
+                    with self.write_lock(), batched_durability(self.root), self._indexes_held(chunk):
+                        began = time.monotonic()
+                        for item in chunk:
+                            try:
+                                results.append(self.add(**item))
+                            except VaultmemError as exc:
+                                results.append(exc)
+                            start += 1
+                            if time.monotonic() - began > ADD_BATCH_SECONDS:
+                                break  # the rest in the next batch: another process's write waits no longer
+                        self._write_contests(spares)
+                    ended = time.monotonic()
+                except BaseException:
+                    from vaultmem.search.engine import forget_engines
 
-                forget_engines(self)  # the failed add's catalog rows were rolled back: views built on them go too
-                raise
-            finally:
-                self._in_batch, self._contests, self._folders_inside = False, {}, set()
+                    forget_engines(self)  # the failed add's catalog rows were rolled back: views built on them go too
+                    raise
+                finally:
+                    self._in_batch, self._contests, self._folders_inside = False, {}, set()
         if self.config.check_conflicts and any(map(_wants_checks, items)) and any(
                 isinstance(r, Added) and r.action == "added" for r in results):
             from vaultmem.search.engine import REQUEST_LOCK_WAIT, engine_for
@@ -511,10 +514,11 @@ class Vault:
         with engine_for(self).indexes_held():
             yield
 
-    def _write_contests(self) -> None:
+    def _write_contests(self, spares: SpareFiles | None = None) -> None:
         """The older notes an add (or a batch of adds) contested, as one batch rewrite: one
         sync for all of them instead of three per note, and each note rewritten once with
-        all its new links. The ledger gets one `contest` record per pair."""
+        all its new links. The ledger gets one `contest` record per pair. `spares`: as for
+        `_rewrite_batch`."""
         from vaultmem.ops.corrections import contest_change
 
         jobs = []
@@ -526,7 +530,7 @@ class Vault:
                 continue  # gone since (moved out, deleted): nothing to mark
             jobs.append((found, contest_change([newer for newer, _reason in by], clock.now()), "contest",
                          [{"with": newer.id, "reason": reason} for newer, reason in by]))
-        self._rewrite_batch(jobs)
+        self._rewrite_batch(jobs, spares)
 
     @property
     def in_batch(self) -> bool:
@@ -831,16 +835,19 @@ class Vault:
             # Moved, unreadable or changed meanwhile: reported by health, retried next time.
             return done + [step for step, after in zip(rewrites, written) if after is not None]
 
-    def _rewrite_batch(self, jobs: list[BatchJob]) -> list[Note | None]:
+    def _rewrite_batch(self, jobs: list[BatchJob], spares: SpareFiles | None = None) -> list[Note | None]:
         """Rewrite many notes, REWRITE_BATCH at a time (files.rewrite_many: one sync per
         batch, not three per note). Each job is (note as found, change, ledger op, the
         details of one record each). By file, not by id: a note copied by hand (two files,
         one id) is rewritten file by file and reported by health, never stopping the rest.
-        Returns each note after, or None where its file could not be rewritten."""
+        Returns each note after, or None where its file could not be rewritten. `spares`:
+        old files kept from earlier rewrites (add_many's batches share them)."""
+        if spares is None:
+            with SpareFiles() as own:  # each batch's old files take the next batch's texts
+                return self._rewrite_batch(jobs, own)
         written: list[Note | None] = []
-        with SpareFiles() as spares:  # each batch's old files take the next batch's texts
-            for start in range(0, len(jobs), REWRITE_BATCH):
-                written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH], spares)
+        for start in range(0, len(jobs), REWRITE_BATCH):
+            written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH], spares)
         return written
 
     def _rewrite_one_batch(self, jobs: list[BatchJob], spares: SpareFiles) -> list[Note | None]:

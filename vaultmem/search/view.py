@@ -115,13 +115,18 @@ class View:
             if kind:
                 allowed &= self._arrays["type"][:n] == self._codes["type"].get(kind, -1)
             if namespace:
-                wanted = [code for name, code in self._codes["namespace"].items()
-                          if (name == namespace if exact else in_namespace(name, namespace))]
-                allowed &= np.isin(self._arrays["namespace"][:n], wanted)
-            statuses = [code for name, code in self._codes["status"].items() if _status_allowed(name, include_hidden)]
-            allowed &= np.isin(self._arrays["status"][:n], statuses)
+                allowed &= self._codes_where("namespace", n, lambda name: (
+                    name == namespace if exact else in_namespace(name, namespace)))
+            allowed &= self._codes_where("status", n, lambda name: _status_allowed(name, include_hidden))
             self._masks[key] = allowed
         return self._masks[key]
+
+    def _codes_where(self, field: str, n: int, wanted) -> np.ndarray:
+        """Which of the first `n` slots hold a `field` value that `wanted(value)` accepts: one
+        lookup per slot in a table of the codes (np.isin sorts, ~5x slower at 10k notes, and the
+        mask is made again after every change: each of an import's checks)."""
+        table = np.array([bool(wanted(name)) for name in self._names[field]] + [False])
+        return table[self._arrays[field][:n]]
 
 
 def _status_allowed(status: str, include_hidden) -> bool:
