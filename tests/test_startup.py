@@ -37,6 +37,31 @@ def test_package_import_is_lazy():
     assert vaultmem.Vault.__name__ == "Vault" and "Vault" in vaultmem.__all__
 
 
+def _blas_after_entry(argv: list[str], env: dict | None = None) -> tuple[int | None, str | None]:
+    """(threads of a process that ran the entry's BLAS setting for `argv` and imported numpy,
+    its OPENBLAS_NUM_THREADS)."""
+    import os
+
+    code = ("import os, sys; from vaultmem.cli.entry import one_blas_thread; one_blas_thread(sys.argv[1:]);"
+            "import numpy; numpy.ones((64, 64)) @ numpy.ones(64);"
+            "tasks = len(os.listdir('/proc/self/task')) if os.path.isdir('/proc/self/task') else -1;"
+            "print(tasks, os.environ.get('OPENBLAS_NUM_THREADS'))")
+    clean = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True,
+                         env={**clean, **(env or {})}).stdout.split()
+    return (None if out[0] == "-1" else int(out[0])), (None if out[1] == "None" else out[1])
+
+
+def test_a_short_command_runs_numpy_on_one_thread_and_long_lived_ones_keep_theirs():
+    """OpenBLAS's threads cost a short command (a hook's recall) ~0.1 s of CPU for nothing."""
+    threads, setting = _blas_after_entry(["recall", "where is the staging db", "-k", "3"])
+    assert setting == "1"
+    assert threads in (None, 1)  # no thread but the main one (where /proc tells)
+    assert _blas_after_entry(["watch", "--vault", "v"])[1] is None
+    assert _blas_after_entry(["mcp"])[1] is None
+    assert _blas_after_entry(["recall", "x"], {"OPENBLAS_NUM_THREADS": "3"})[1] == "3"  # the user's choice
+
+
 def test_every_public_name_resolves_and_the_api_covers_the_cli_operations():
     import vaultmem
 
