@@ -9,7 +9,9 @@ Every figure is the wall clock of a real process, as the agent feels it: from
 spawning `vaultmem ...` (or `python -m vaultmem hook EVENT` with the JSON
 Claude Code sends on stdin) to its exit, Python's start-up and imports
 included. Two rows are in-process (`Vault.add` in a long-lived process, the
-model already loaded) for comparison. p50 / p95 are over N repetitions
+model already loaded) for comparison; beside it, the process's own CPU time
+(all its threads: what it takes from the agent and the editor on a small
+machine). p50 / p95 are over N repetitions
 (`--reps`, default 20; a quarter of that, at least 2, for the slow rows: stop,
 verify, health), each with its own input (new texts, other ids, other prompts),
 after one warm-up run per row that is not counted (--quick, a smoke run: for
@@ -255,6 +257,7 @@ class Bench:
     def record(self, key: str, runs: list[dict], ok=lambda r: r["rc"] == 0, **extra) -> dict:
         bad = [r for r in runs if not ok(r)]
         res = {"ms": [r["wall"] * 1000 for r in runs], "rss_mb": max((r["maxrss_mb"] for r in runs), default=None),
+               "cpu_ms": [r["cpu"] * 1000 for r in runs],
                "failed": len(bad), **extra}
         if bad:
             res["failure"] = f"rc={bad[0]['rc']} timed_out={bad[0]['timed_out']}: " \
@@ -553,7 +556,7 @@ def _cell(key: str, res: dict | None, n: int) -> str:
 def table(results: list[dict]) -> str:
     head = ["what", "budget / timeout s", "n"]
     for r in results:
-        head += [f"{r['size']:,} notes: p50 / p95 ms", "peak RSS MB"]
+        head += [f"{r['size']:,} notes: p50 / p95 ms", "CPU p50 ms", "peak RSS MB"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for key, label, hook, _slow in ROWS:
         ns = sorted({len(r["rows"][key].get("ms") or r["rows"][key].get("chars") or [])
@@ -563,6 +566,8 @@ def table(results: list[dict]) -> str:
             res = r["rows"].get(key)
             n = len((res or {}).get("ms") or (res or {}).get("chars") or [])
             cells.append(_cell(key, res, n))
+            cpu = (res or {}).get("cpu_ms")  # the process's own, all its threads: what it takes from the agent's
+            cells.append(f"{rp.pct(cpu, 50):,.0f}" if cpu else "")
             rss = (res or {}).get("rss_mb")
             cells.append(f"{rss:,.0f}" if rss else ("" if key == "session_start_chars" else "n/a"))
         lines.append("| " + " | ".join(cells) + " |")

@@ -497,7 +497,8 @@ def vaultmem_bin() -> str:
 
 def run_measured(cmd: list[str], timeout: float, env: dict | None = None, stdin: bytes | None = None,
                  cwd: str | os.PathLike | None = None) -> dict:
-    """Run cmd; wall time, exit code, stdout, stderr and the child's own peak RSS (wait4).
+    """Run cmd; wall time, exit code, stdout, stderr, the child's own peak RSS and CPU seconds
+    (user + system, all its threads; wait4).
 
     `stdin` (bytes) is what the child reads on its standard input, from a file
     written before the clock starts; None: /dev/null.
@@ -528,7 +529,7 @@ def run_measured(cmd: list[str], timeout: float, env: dict | None = None, stdin:
         err.seek(0)
         return {"wall": wall, "rc": proc.returncode, "timed_out": timed_out,
                 "stdout": out.read().decode("utf-8", "replace"), "stderr": err.read().decode("utf-8", "replace"),
-                "maxrss_mb": usage.ru_maxrss / 1024.0}
+                "maxrss_mb": usage.ru_maxrss / 1024.0, "cpu": usage.ru_utime + usage.ru_stime}
 
 
 def cli_recall(query: str, root: Path, no_server: bool, timeout: float = CLI_TIMEOUT_S) -> dict:
