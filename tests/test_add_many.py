@@ -318,6 +318,21 @@ def test_the_files_a_batchs_contests_swap_out_take_the_next_batchs_rewrites_and_
     assert left == []
 
 
+def test_each_batchs_first_check_sees_the_notes_a_person_saved_before_it(vault_dir):
+    """A batch checks the files at its first add only (its own writes reach the check through
+    the catalog). The next batch, or another Vault object's on the same folder (they share one
+    engine), checks them again: a note saved by hand in between is found as the same memory."""
+    first = Vault(vault_dir)
+    first.add_many([{"text": t, "namespace": "farm"} for t in SENSORS[:3]])
+    by_hand = "The irrigation pump in greenhouse 2 is serviced every March"
+    folder = vault_dir / "memories" / "farm"
+    (folder / "pump.md").write_text(by_hand + "\n", encoding="utf-8")
+    second = Vault(vault_dir)
+    results = second.add_many([{"text": by_hand, "namespace": "farm"}, {"text": SENSORS[5], "namespace": "farm"}])
+    assert [r.action for r in results] == ["recurrence", "added"]
+    assert results[0].note.path == "memories/farm/pump.md"
+
+
 def test_a_checked_bulk_add_leaves_the_bm25_index_complete_in_one_commit(tmp_path, monkeypatch):
     """With the checks on, the new notes reach the BM25 index once, at the end (not a Whoosh
     commit per batch); with them off, the first recall indexes them (no model is loaded)."""

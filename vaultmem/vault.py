@@ -10,6 +10,7 @@ Reading never writes a note.
 
 from __future__ import annotations
 
+import itertools
 import os
 import secrets
 import time
@@ -61,6 +62,7 @@ T = TypeVar("T")  # what an act on a note found by its id returns (_where_it_is_
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
 BATCH_GAP = 0.06  # add_many's pause between batches (at least, counting its embedding) for other processes
+_BATCH_NUMBERS = itertools.count(1)  # add_many's batches in this process (Vault.batch_number)
 ADD_BATCH_SECONDS = 2.5  # and a batch ends (syncs, lets the write lock go) after this long: 200 checked adds
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
@@ -96,7 +98,7 @@ class Vault:
         self._write_lock = None
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
-        self._batches = 0  # add_many batches begun by this object
+        self._batch = 0  # the number of the add_many batch running or run last
         self._contests: dict[str, list[tuple[Note, str]]] = {}  # to mark contested: note id -> [(newer, reason)]
         self._folders_inside: set[str] = set()  # add_many: note folders found inside the vault this batch
 
@@ -468,7 +470,7 @@ class Vault:
                     # gap between batches a long import takes them back at once and starves them.
                     time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
                 self._in_batch, self._contests, self._folders_inside = True, {}, set()
-                self._batches += 1
+                self._batch = next(_BATCH_NUMBERS)
                 try:
                     # One sync for the batch's files. The catalog commits per add, not per batch: a
                     # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
@@ -539,8 +541,9 @@ class Vault:
 
     @property
     def batch_number(self) -> int | None:
-        """Which add_many batch is running (a new number for each), None outside one."""
-        return self._batches if self._in_batch else None
+        """Which add_many batch is running (each has its own number in this process, whichever
+        Vault object runs it), None outside one."""
+        return self._batch if self._in_batch else None
 
     def _embed_ahead(self, items: list[dict], following: list[dict]) -> None:
         """Embed the texts a batch's checks will search with, together (one model run per

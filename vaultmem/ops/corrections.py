@@ -82,7 +82,7 @@ def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tup
         if answer and answer.get("ok"):
             found = [(vault.find(i), cosine) for i, cosine in answer["similar"]]
             return [(notes[0], cosine) for notes, cosine in found if len(notes) == 1]
-    return engine_for(vault).similar(text, namespace, kind, limit)
+    return engine_for(vault).similar(text, namespace, kind, limit, batch=vault.batch_number)
 
 
 def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:

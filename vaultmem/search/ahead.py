@@ -57,11 +57,6 @@ class EmbedAhead:
         self._running_for = set(todo)
         self._running = self._pool.submit(self._embed, todo)
 
-    def forget(self) -> None:
-        """Drop the vectors not taken (an import ended early); a run in progress finishes
-        in its thread and is dropped too."""
-        self._running, self._running_for, self._done = None, set(), {}
-
     def _collect(self) -> None:
         running, self._running, self._running_for = self._running, None, set()
         try:

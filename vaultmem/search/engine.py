@@ -791,19 +791,19 @@ class RecallEngine:
         return min_agreement or None
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
-                limit: int = 8) -> list[tuple[Note, float | None]]:
+                limit: int = 8, batch: int | None = None) -> list[tuple[Note, float | None]]:
         """Visible notes of exactly `namespace` closest to `text`, for `add`.
 
         The `limit` nearest by the model (lexical candidates when it is
         unavailable), each with its similarity to `text` on the model's own
         scale: 0 at its `min_similarity` (unrelated), 1 for the same text; None
-        when the model is unavailable.
+        when the model is unavailable. `batch`: the caller's add_many batch
+        (Vault.batch_number), if it runs in one.
         """
         with self._lock:
             # Inside one of add_many's batches (seconds, under the write lock) the files are checked
             # by its first add: the batch's own writes reach the view through the catalog, and a
             # person's edit made meanwhile is seen by the next batch's first check.
-            batch = self.vault.batch_number
             self._catch_up(lexical=False, files=batch is None or batch != self._checked_in_batch)
             self._checked_in_batch = batch
             lexical: list[str] = []
