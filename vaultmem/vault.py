@@ -846,6 +846,11 @@ class Vault:
         Returns each note after, or None where its file could not be rewritten. `spares`:
         old files kept from earlier rewrites (add_many's batches share them)."""
         if spares is None:
+            if len(jobs) <= REWRITE_BATCH:
+                # One batch: no later one would take its old files, and deleting them after the
+                # catalog took their folder's mtime made the next call list the folder again (an
+                # add's contests: each add listed the whole folder).
+                return self._rewrite_one_batch(jobs, None)
             with SpareFiles() as own:  # each batch's old files take the next batch's texts
                 return self._rewrite_batch(jobs, own)
         written: list[Note | None] = []
@@ -853,7 +858,7 @@ class Vault:
             written += self._rewrite_one_batch(jobs[start:start + REWRITE_BATCH], spares)
         return written
 
-    def _rewrite_one_batch(self, jobs: list[BatchJob], spares: SpareFiles) -> list[Note | None]:
+    def _rewrite_one_batch(self, jobs: list[BatchJob], spares: SpareFiles | None) -> list[Note | None]:
         """`_rewrite_batch` for at most REWRITE_BATCH jobs: one rewrite_many, one ledger append."""
         digests = self.catalog(refresh=False).hashes_of(note.path for note, *_rest in jobs)
         prepared = [self._job(note, change, digests.get(note.path)) for note, change, *_rest in jobs]
