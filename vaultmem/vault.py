@@ -10,7 +10,6 @@ Reading never writes a note.
 
 from __future__ import annotations
 
-import itertools
 import os
 import secrets
 import time
@@ -62,7 +61,6 @@ T = TypeVar("T")  # what an act on a note found by its id returns (_where_it_is_
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
 BATCH_GAP = 0.06  # add_many's pause between batches (at least, counting its embedding) for other processes
-_BATCH_NUMBERS = itertools.count(1)  # add_many's batches in this process (Vault.batch_number)
 ADD_BATCH_SECONDS = 2.5  # and a batch ends (syncs, lets the write lock go) after this long: 200 checked adds
 _MTIME_DEFAULTS = frozenset({"created", "due", "updated"})  # what a note lacking them takes from its file's mtime
 
@@ -98,7 +96,6 @@ class Vault:
         self._write_lock = None
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
-        self._batch = 0  # the number of the add_many batch running or run last
         self._contests: dict[str, list[tuple[Note, str]]] = {}  # to mark contested: note id -> [(newer, reason)]
         self._folders_inside: set[str] = set()  # add_many: note folders found inside the vault this batch
 
@@ -460,7 +457,8 @@ class Vault:
         with SpareFiles() as spares:
             while start < len(items):
                 chunk = items[start:start + batch]
-                if self.config.check_conflicts:
+                checked = self.config.check_conflicts and any(map(_wants_checks, chunk))
+                if checked:
                     # Before the lock: the model needs none, and takes a while. The next batch's texts
                     # are embedded in the background while this one is added.
                     self._embed_ahead(chunk, items[start + len(chunk):start + 2 * len(chunk)])
@@ -470,12 +468,16 @@ class Vault:
                     # gap between batches a long import takes them back at once and starves them.
                     time.sleep(max(0.0, BATCH_GAP - (time.monotonic() - ended)))
                 self._in_batch, self._contests, self._folders_inside = True, {}, set()
-                self._batch = next(_BATCH_NUMBERS)
                 try:
                     # One sync for the batch's files. The catalog commits per add, not per batch: a
                     # process reading meanwhile (a hook's refresh, a reindex) writes to the catalog too,
                     # and would wait for the whole batch, once for each of its own commits.
-                    with self.write_lock(), batched_durability(self.root), self._indexes_held(chunk):
+                    with self.write_lock(), batched_durability(self.root), self._indexes_held(checked):
+                        if checked:
+                            # The files are checked once a batch, here: the adds' checks then follow
+                            # the catalog alone (a batch takes seconds, under the write lock), and a
+                            # person's edit made meanwhile is seen by the next batch.
+                            self.catalog(fresh=True)
                         began = time.monotonic()
                         for item in chunk:
                             try:
@@ -505,10 +507,10 @@ class Vault:
         return results
 
     @contextmanager
-    def _indexes_held(self, items: list[dict]):
+    def _indexes_held(self, checked: bool):
         """For a batch whose adds run the checks: the index lock, held through it (each
         check's sync updates the vector rows; see RecallEngine.indexes_held)."""
-        if not (self.config.check_conflicts and any(map(_wants_checks, items))):
+        if not checked:
             yield
             return
         from vaultmem.search.engine import engine_for
@@ -538,12 +540,6 @@ class Vault:
     def in_batch(self) -> bool:
         """Inside add_many (its checks search in this process, not through a watcher)."""
         return self._in_batch
-
-    @property
-    def batch_number(self) -> int | None:
-        """Which add_many batch is running (each has its own number in this process, whichever
-        Vault object runs it), None outside one."""
-        return self._batch if self._in_batch else None
 
     def _embed_ahead(self, items: list[dict], following: list[dict]) -> None:
         """Embed the texts a batch's checks will search with, together (one model run per

@@ -82,7 +82,8 @@ def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tup
         if answer and answer.get("ok"):
             found = [(vault.find(i), cosine) for i, cosine in answer["similar"]]
             return [(notes[0], cosine) for notes, cosine in found if len(notes) == 1]
-    return engine_for(vault).similar(text, namespace, kind, limit, batch=vault.batch_number)
+    # Inside add_many's batch the files were checked at its start (Vault.add_many).
+    return engine_for(vault).similar(text, namespace, kind, limit, files=not vault.in_batch)
 
 
 def supersede(vault, old_id: str, newer: Note, reason: str) -> Note:

@@ -156,7 +156,6 @@ class RecallEngine:
         self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._ahead = None  # an import's next texts, embedded in the background (search/ahead.py)
-        self._checked_in_batch: int | None = None  # the add_many batch whose check looked at the files
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
@@ -791,21 +790,17 @@ class RecallEngine:
         return min_agreement or None
 
     def similar(self, text: str, namespace: str, kind: str | None = None,
-                limit: int = 8, batch: int | None = None) -> list[tuple[Note, float | None]]:
+                limit: int = 8, files: bool = True) -> list[tuple[Note, float | None]]:
         """Visible notes of exactly `namespace` closest to `text`, for `add`.
 
         The `limit` nearest by the model (lexical candidates when it is
         unavailable), each with its similarity to `text` on the model's own
         scale: 0 at its `min_similarity` (unrelated), 1 for the same text; None
-        when the model is unavailable. `batch`: the caller's add_many batch
-        (Vault.batch_number), if it runs in one.
+        when the model is unavailable. `files=False`: in step with the catalog
+        only (inside one of add_many's batches, which checked the files at its start).
         """
         with self._lock:
-            # Inside one of add_many's batches (seconds, under the write lock) the files are checked
-            # by its first add: the batch's own writes reach the view through the catalog, and a
-            # person's edit made meanwhile is seen by the next batch's first check.
-            self._catch_up(lexical=False, files=batch is None or batch != self._checked_in_batch)
-            self._checked_in_batch = batch
+            self._catch_up(lexical=False, files=files)
             lexical: list[str] = []
             if self.vectors is None:
                 # Without the model, words are all there is. With it, the nearest texts of the
