@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import sys
 import tempfile
@@ -70,8 +71,8 @@ def sha256(path: Path) -> str:
 
 def measure(source: Path, texts: int, rounds: int) -> None:
     import numpy as np
-
     from peers import Reps, make_data
+
     from vaultmem.search.embed import OnnxEmbedder
 
     data = make_data(texts, 20260105, Reps(False))
@@ -80,8 +81,6 @@ def measure(source: Path, texts: int, rounds: int) -> None:
               "shipped: dynamic int8 products": SHIPPED}
     rows, vectors = {}, {}
     with tempfile.TemporaryDirectory() as cache:
-        import os
-
         os.environ["VAULTMEM_MODEL_CACHE"] = cache
         for label, path in graphs.items():
             began = time.perf_counter()
