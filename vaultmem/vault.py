@@ -23,7 +23,16 @@ from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
 from vaultmem.core.model import TIERS, Note, check_namespace, tidy_tags  # noqa: F401 - check_namespace: API
-from vaultmem.core.note import load_frontmatter, parse, render, skill_body, slugify, split_frontmatter, with_properties
+from vaultmem.core.note import (
+    as_read_back,
+    load_frontmatter,
+    parse,
+    render,
+    skill_body,
+    slugify,
+    split_frontmatter,
+    with_properties,
+)
 from vaultmem.core.schedule import grade as schedule_grade
 from vaultmem.core.schedule import parse_rating
 from vaultmem.errors import BadInput, ConflictError, LockTimeout, NoteError, NotFound, VaultmemError
@@ -574,7 +583,7 @@ class Vault:
                 create_new(self.root / rel, text)
             except (FileExistsError, FileNotFoundError):
                 continue  # the name was taken, or a person renamed the folder meanwhile: made again
-            catalog.wrote(rel, text, before=folders)
+            catalog.wrote(rel, text, before=folders, note=as_read_back(note))
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")
 

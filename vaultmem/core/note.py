@@ -397,6 +397,16 @@ def field_values(note: Note) -> dict:
     return values
 
 
+def as_read_back(note: Note) -> Note:
+    """The note `parse` gives for `render(note)` (a new file, no original): the same
+    fields, with `present` naming the properties written. What a new note's catalog row
+    holds without reading its file back (tests check it against `parse`)."""
+    return replace(note, present=frozenset(key for key in field_values(note) if key in _READ_BACK_KEYS))
+
+
+_READ_BACK_KEYS = frozenset(ALL_KEYS + LOOKUP_KEYS)
+
+
 def render(note: Note, original: str | None = None) -> str:
     """The file text for `note`.
 
