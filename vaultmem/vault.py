@@ -337,7 +337,8 @@ class Vault:
         before, after = applied[base]
         if new_text != base or moved_from:
             self._record_unseen_edit(before, base, op)
-            self.catalog(refresh=False).wrote(rel, new_text, moved_from=moved_from, before=folders)
+            self.catalog(refresh=False).wrote(rel, new_text, moved_from=moved_from, before=folders,
+                                              note=as_read_back(after))
             self.record(op, after, new_text, detail)
         return before, after, base
 
@@ -881,7 +882,7 @@ class Vault:
             if new_text != base:
                 unseen = self._unseen_edit(before, base, op)
                 entries += [unseen] if unseen else []
-                files.append((after.path, new_text))
+                files.append((after.path, new_text, as_read_back(after)))
                 when = clock.format_datetime(clock.now())
                 entries += [(op, after.id, after.path, new_text, when, detail) for detail in details]
             written.append(after)

@@ -398,10 +398,13 @@ def field_values(note: Note) -> dict:
 
 
 def as_read_back(note: Note) -> Note:
-    """The note `parse` gives for `render(note)` (a new file, no original): the same
-    fields, with `present` naming the properties written. What a new note's catalog row
-    holds without reading its file back (tests check it against `parse`)."""
-    return replace(note, present=frozenset(key for key in field_values(note) if key in _READ_BACK_KEYS))
+    """The note `parse` gives for `render(note, original)`, where `original` is None (a new
+    file) or the text `note` was parsed from before its change: the same fields (render
+    checks that what it rewrites reads back), with `present` naming the properties the file
+    then has (the original's, and every one render writes). What a written note's catalog
+    row holds without reading its file back (tests check it against `parse`)."""
+    written = {key for key in field_values(note) if key in _READ_BACK_KEYS}
+    return replace(note, present=frozenset(note.present | written))
 
 
 _READ_BACK_KEYS = frozenset(ALL_KEYS + LOOKUP_KEYS)
