@@ -502,7 +502,7 @@ class Catalog:
 
     def _row(self, rel: str, data: bytes, digest: bytes, mtime: int, size: int, note: Note | None = None) -> tuple:
         """The row of a file with these bytes; `note`: what they parse to, when the writer knows
-        (a new note it rendered: note.as_read_back), so they are not parsed again."""
+        (a note it rendered: core.note.as_read_back), so they are not parsed again."""
         try:
             if note is None:
                 note = self.read_note(rel, _decode(self.root / rel, data, self.max_bytes))
