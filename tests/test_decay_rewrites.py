@@ -65,7 +65,13 @@ def test_decay_in_batches_gives_every_note_its_own_new_text_and_makes_few_files(
     before = {note_id: path.read_text() for note_id, path in notes.items()}
     made = []
     real_mkstemp = files.tempfile.mkstemp
-    monkeypatch.setattr(files.tempfile, "mkstemp", lambda *a, **k: made.append(1) or real_mkstemp(*a, **k))
+
+    def counted(*args, **kwargs):  # files made in this vault (not by a thread an earlier test left running)
+        if Path(kwargs.get("dir") or "").is_relative_to(vault_dir):
+            made.append(1)
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(files.tempfile, "mkstemp", counted)
     steps = _decay(vault_dir, monkeypatch, 20)
     assert len(steps) == 25
     for note_id, path in notes.items():
