@@ -300,7 +300,7 @@ class RecallEngine:
         adds after these, embedded in a background thread meanwhile where the model
         allows (search/ahead.py); the call for them takes the vectors it made."""
         from vaultmem.search.ahead import EmbedAhead
-        from vaultmem.search.vectors import EMBED_BATCH, embed_texts, text_hash
+        from vaultmem.search.vectors import embed_texts, text_hash
 
         self._load_model()
         if self.embedder is None or not texts:
@@ -309,14 +309,11 @@ class RecallEngine:
         wanted = {text_hash(name, t): t for t in texts}
         ready = self._ahead.take(wanted) if self._ahead is not None else {}
         ready = {digest: vector for digest, vector in ready.items() if digest not in self._recent}
-        todo = [t for digest, t in wanted.items() if digest not in self._recent and digest not in ready]
+        todo = {digest: t for digest, t in wanted.items() if digest not in self._recent and digest not in ready}
         # Texts go in order: older ones are done with.
         self._keep_recent(RECENT_VECTORS - len(todo) - len(ready), set(wanted))
         self._recent.update(ready)
-        for start in range(0, len(todo), EMBED_BATCH):
-            batch = todo[start:start + EMBED_BATCH]
-            for text, vector in zip(batch, self.embedder.embed(batch, kind="passage")):
-                self._recent[text_hash(name, text)] = vector
+        self._recent.update(embed_texts(self.embedder, todo))
         if ahead and getattr(self.embedder, "concurrent", False):
             if self._ahead is None:
                 embedder = self.embedder
