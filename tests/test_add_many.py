@@ -223,6 +223,50 @@ def test_the_next_batch_is_embedded_in_the_background_while_this_one_is_added(va
     assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
 
 
+def _vectors_by_text(vault: Vault) -> dict[str, bytes]:
+    """text hash -> the bytes of its row in the vault's vector file."""
+    import sqlite3
+
+    import numpy as np
+
+    [file] = (vault.root / ".vaultmem/index/vectors").glob("*/vectors.npy")
+    rows = np.load(file)
+    with sqlite3.connect(vault.root / ".vaultmem/cache/catalog.sqlite") as db:
+        return {digest: rows[row].tobytes() for digest, row in db.execute("SELECT text_hash, row FROM vectors")}
+
+
+@pytest.mark.real_model
+def test_with_the_real_model_the_next_batches_are_embedded_in_a_second_process_to_the_same_vectors(tmp_path,
+                                                                                                   monkeypatch):
+    """The model's texts beyond the first batch run in a second process (search/embed_worker.py),
+    which ends with the import; every note gets the vector adding it alone gives, bit for bit."""
+    import subprocess
+
+    from vaultmem.search.engine import engine_for
+
+    for name in "ab":
+        init_vault(tmp_path / name)
+    batched, one_by_one = Vault(tmp_path / "a"), Vault(tmp_path / "b")
+    calls = _embeds_by_thread(batched, monkeypatch)
+    started, real_popen = [], subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    results = batched.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert [r.action for r in results] == ["added"] * 30
+    assert sorted(text for _thread, text in calls) == sorted(SENSORS[:10])  # the rest: not in this process
+    assert len(started) == 1 and started[0].poll() is not None  # one second process, ended with the import
+    for text in SENSORS:
+        one_by_one.add(text, "farm")
+    engine_for(one_by_one).sync()  # the last add's vector is stored by the next sync
+    assert len(_vectors_by_text(batched)) == 30
+    assert _vectors_by_text(batched) == _vectors_by_text(one_by_one)
+    assert sorted(n.body for n in batched.notes()) == sorted(n.body for n in one_by_one.notes())
+
+
 def test_a_background_embedding_that_fails_leaves_its_texts_to_the_adds(vault_dir, monkeypatch):
     vault = Vault(vault_dir)
     calls = _embeds_by_thread(vault, monkeypatch, fail_in_background=True)

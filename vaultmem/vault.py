@@ -464,7 +464,7 @@ class Vault:
         ended = None  # when the last batch let the locks go
         # The old files of the notes a batch's contests rewrite take the next batch's rewrites
         # (files.SpareFiles: making a file is most of a rewrite's cost on some filesystems).
-        with SpareFiles() as spares:
+        with SpareFiles() as spares, self._embedding_ahead():
             while start < len(items):
                 chunk = items[start:start + batch]
                 checked = self.config.check_conflicts and any(map(_wants_checks, chunk))
@@ -515,6 +515,19 @@ class Vault:
             except LockTimeout:
                 pass  # another process writes the indexes now (a reindex: it takes them in): the next sync does
         return results
+
+    @contextmanager
+    def _embedding_ahead(self):
+        """add_many's texts embedded ahead (`_embed_ahead`), until it returns: what runs them in
+        the background (a second process, search/embed_worker.py) ends with it."""
+        try:
+            yield
+        finally:
+            from vaultmem.search.engine import existing_engine
+
+            engine = existing_engine(self)
+            if engine is not None:
+                engine.end_embedding_ahead()
 
     @contextmanager
     def _indexes_held(self, checked: bool):

@@ -4,14 +4,16 @@
 64 texts), then adds them one by one (the check, the file, the catalog, the vector
 row). Taken in turns, the model leaves the adds waiting and the adds leave a core
 idle: the model runs on every core, an add's Python on one. Here the next batch's
-texts are embedded in a background thread while this batch is added, so the two
-share the cores; the next batch takes the vectors ready (waiting for the run only if
-it is still going) and embeds at once only what is missing.
+texts are embedded in the background while this batch is added, so the two share the
+cores; the next batch takes the vectors ready (waiting for the run only if it is still
+going) and embeds at once only what is missing.
 
-Only for a model that may run in two threads at once (ONNX Runtime sessions and the
-tokenizers library may, `Embedder.concurrent`); with another the texts are embedded
-in turn as before. Nothing here touches the vault: the vectors are the model's, the
-same as a run in the calling thread gives.
+The background is a second process for an ONNX model (search/embed_worker.py: a
+thread there would hand the interpreter lock back and forth with the adds, and cost
+them as much as it saved), else a thread, for a model that may run in two threads at
+once (`Embedder.concurrent`); with another the texts are embedded in turn as before.
+Nothing here touches the vault: the vectors are the model's, the same as a run in the
+calling thread gives.
 """
 
 from __future__ import annotations
@@ -22,6 +24,33 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 Embed = Callable[[dict[str, str]], dict[str, np.ndarray]]  # text hash -> text, to text hash -> vector
+
+
+class InBackground:
+    """How texts are embedded ahead: by a second process running the same model when the
+    embedder says how to load it there (`settings`), else (or once that process fails:
+    the rest of the import goes on without it) by `embedder` in the calling thread."""
+
+    def __init__(self, embedder):
+        from vaultmem.search.embed_worker import EmbedWorker
+
+        self._embedder = embedder
+        settings = getattr(embedder, "settings", None)
+        self._worker = EmbedWorker(settings) if settings else None
+
+    def __call__(self, texts: dict[str, str]) -> dict[str, np.ndarray]:
+        from vaultmem.search.vectors import embed_texts
+
+        if self._worker is not None:
+            try:
+                return dict(zip(texts, self._worker.embed(list(texts.values()))))
+            except (OSError, EOFError, RuntimeError, ValueError):
+                self._worker = None
+        return embed_texts(self._embedder, texts)
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
 
 
 class EmbedAhead:
@@ -63,3 +92,12 @@ class EmbedAhead:
             self._done.update(running.result())
         except Exception:  # noqa: BLE001 - the texts are embedded again in the caller, which reports it
             pass
+
+    def close(self) -> None:
+        """Done with embedding ahead (the import ended): the run under way is let finish (its
+        vectors stay to be taken), and a second process, if any, ends."""
+        if self._running is not None:
+            self._collect()
+        close = getattr(self._embed, "close", None)
+        if close is not None:
+            close()

@@ -213,6 +213,11 @@ class OnnxEmbedder:
         ort = _import("onnxruntime", "onnxruntime")
         tokenizers = _import("tokenizers", "tokenizers")
 
+        # What loads the same model again, in another process (search/embed_worker.py).
+        self.settings = {"model_path": str(model_path), "tokenizer_path": str(tokenizer_path), "name": name,
+                         "max_length": max_length, "batch_size": batch_size, "query_prefix": query_prefix,
+                         "passage_prefix": passage_prefix, "threads": threads, "min_similarity": min_similarity,
+                         "min_score": min_score, "min_agreement": min_agreement}
         self.max_length = max_length
         self.min_similarity = min_similarity
         self.min_score = min_score

@@ -51,7 +51,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from vaultmem import clock
@@ -299,7 +299,7 @@ class RecallEngine:
         its vector row then find them ready (embed_passage). `ahead`: the texts of the
         adds after these, embedded in a background thread meanwhile where the model
         allows (search/ahead.py); the call for them takes the vectors it made."""
-        from vaultmem.search.ahead import EmbedAhead
+        from vaultmem.search.ahead import EmbedAhead, InBackground
         from vaultmem.search.vectors import embed_texts, text_hash
 
         self._load_model()
@@ -314,12 +314,18 @@ class RecallEngine:
         self._keep_recent(RECENT_VECTORS - len(todo) - len(ready), set(wanted))
         self._recent.update(ready)
         self._recent.update(embed_texts(self.embedder, todo))
-        if ahead and getattr(self.embedder, "concurrent", False):
+        if ahead and (getattr(self.embedder, "concurrent", False) or getattr(self.embedder, "settings", None)):
             if self._ahead is None:
-                embedder = self.embedder
-                self._ahead = EmbedAhead(lambda todo: embed_texts(embedder, todo))
+                self._ahead = EmbedAhead(InBackground(self.embedder))
             later = {text_hash(name, t): t for t in ahead}
             self._ahead.start({digest: t for digest, t in later.items() if digest not in self._recent})
+
+    def end_embedding_ahead(self) -> None:
+        """An import is done: what embed_passages started in the background ends (a second
+        process with the model loaded would otherwise stay for the engine's life)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.close()
 
     # ------------------------------------------------------------ keeping in step
 
@@ -658,7 +664,8 @@ class RecallEngine:
     def indexes_held(self):
         """The index lock held for a stretch of writes (one of add_many's batches, under the
         write lock): each add's sync then takes it again without a trip through the file lock
-        (two an add, ~0.3 ms each). Not waited for: while another process holds it (a reindex,
+        (two an add, ~0.3 ms each), and the new vector rows reach the file and the tables once,
+        at the end (VectorStore.held). Not waited for: while another process holds it (a reindex,
         a fill) each sync waits for it as before. Other processes' requests meanwhile answer
         from the indexes as they are, the batch's notes found by their words."""
         lock = self._index_lock()
@@ -668,7 +675,8 @@ class RecallEngine:
             yield
             return
         try:
-            yield
+            with self.vectors.held() if self.vectors is not None else nullcontext():
+                yield
         finally:
             lock.release()
 
@@ -1061,18 +1069,29 @@ _ENGINES: dict = {}
 
 def engine_for(vault) -> RecallEngine:
     """One engine per vault folder in this process (API users get warm indexes)."""
-    key = (str(vault.root), os.environ.get("VAULTMEM_MODEL") or vault.config.model)
-    engine = _ENGINES.get(key)
-    if engine is None or engine.vault.config != vault.config:
-        engine = _ENGINES[key] = RecallEngine(vault)
+    engine = existing_engine(vault)
+    if engine is None:
+        engine = _ENGINES[_engine_key(vault)] = RecallEngine(vault)
     return engine
+
+
+def existing_engine(vault) -> RecallEngine | None:
+    """The engine engine_for would return, if this process has made it (none is made)."""
+    engine = _ENGINES.get(_engine_key(vault))
+    return engine if engine is not None and engine.vault.config == vault.config else None
+
+
+def _engine_key(vault) -> tuple[str, str | None]:
+    return str(vault.root), os.environ.get("VAULTMEM_MODEL") or vault.config.model
 
 
 def forget_engines(vault) -> None:
     """Drop this process's engines of the vault and its catalog connection: what they hold
     in memory no longer matches the catalog (deleted, or a batch's transaction rolled back)."""
     for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
-        _ENGINES.pop(key).vault.forget_catalog()
+        engine = _ENGINES.pop(key)
+        engine.end_embedding_ahead()
+        engine.vault.forget_catalog()
     vault.forget_catalog()
 
 

@@ -27,12 +27,14 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from vaultmem.store.catalog import rows_in
+from vaultmem.store.catalog import rows_in, transaction
 from vaultmem.store.files import file_stamp
 
 EMBED_BATCH = 64
@@ -60,6 +62,18 @@ def folder_name(model_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model_name)[:80] or "model"
 
 
+@dataclass
+class _Held:
+    """What a held store appended in memory only (VectorStore.held): written on leaving."""
+
+    file_rows: int  # rows in the file when the hold began
+    file_id: tuple | None  # and which file that was
+    vectors: list[np.ndarray] = field(default_factory=list)  # int8 rows, in order from file_rows
+    texts: dict[str, int] = field(default_factory=dict)  # text hash -> row
+    paths: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (row, file hash)
+    dropped: set[str] = field(default_factory=set)  # paths whose row was forgotten
+
+
 class VectorStore:
     """The vectors of one embedding model for one vault.
 
@@ -81,6 +95,7 @@ class VectorStore:
         self._rows_read = 0
         self._file_id: tuple[int, int] | None = None  # (device, inode) of the file those rows came from
         self._read_at: tuple | None = None  # the file's stat when `matrix` last read it
+        self._held: _Held | None = None  # rows appended in memory only, while held
         self.dim = 0
         self._drop_if_damaged()
 
@@ -113,6 +128,8 @@ class VectorStore:
     def matrix(self) -> np.ndarray:
         """Every row written so far, as float32 unit rows (read once; only rows appended
         since the last call are read again)."""
+        if self._held is not None:
+            return self._rows[: self._rows_read]  # the file is as the hold found it, plus rows in memory
         try:
             info = os.stat(self.file)
             file_id = (info.st_dev, info.st_ino)
@@ -135,21 +152,80 @@ class VectorStore:
             with open(self.file, "rb") as handle:
                 handle.seek(offset + self._rows_read * dim)
                 fresh = np.frombuffer(handle.read((rows - self._rows_read) * dim), dtype=DTYPE)
-            fresh = fresh.reshape(-1, dim).astype(np.float32)
-            fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-12)
-            if rows > len(self._rows):
-                # Room for an eighth more (appends stay amortised O(1)): doubling left a watcher at
-                # 100k notes holding twice the matrix, 150 MB unused, after its first add.
-                grown = np.empty((max(rows, len(self._rows) + len(self._rows) // 8 + 256), dim), dtype=np.float32)
-                grown[: self._rows_read] = self._rows[: self._rows_read]
-                self._rows = grown
-            self._rows[self._rows_read: rows] = fresh
-            self._rows_read = rows
+            self._extend(fresh.reshape(-1, dim))
         # A file changed in the last tick of the filesystem clock may change again with the same
         # stamp (rows, then their header): trusted only once it is older than that.
         settled = stamp is not None and time.time_ns() - info.st_mtime_ns > SETTLED_NS
         self._read_at = stamp if settled else None
         return self._rows[: self._rows_read]
+
+    def _extend(self, fresh: np.ndarray) -> None:
+        """Rows read from the file (or appended while held), int8, after those read so far."""
+        fresh = fresh.astype(np.float32)
+        fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-12)
+        rows = self._rows_read + len(fresh)
+        if rows > len(self._rows):
+            # Room for an eighth more (appends stay amortised O(1)): doubling left a watcher at
+            # 100k notes holding twice the matrix, 150 MB unused, after its first add.
+            grown = np.empty((max(rows, len(self._rows) + len(self._rows) // 8 + 256), self.dim), dtype=np.float32)
+            grown[: self._rows_read] = self._rows[: self._rows_read]
+            self._rows = grown
+        self._rows[self._rows_read: rows] = fresh
+        self._rows_read = rows
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """For a stretch of writes under the caller's index lock (one of add_many's batches):
+        new rows go into the matrix in memory and reach the file and the tables once, on
+        leaving (one append instead of one a note, and no header read in between: nobody
+        else writes the file meanwhile). Readers elsewhere see those notes without a row
+        until then (found by their words). A process that dies inside loses only those rows:
+        the tables never point past the file's end, and the notes get their vectors at the
+        next sync. Left as it was if the file was replaced meanwhile (a reindex could not,
+        without the lock; a person could)."""
+        if self._held is not None:
+            yield
+            return
+        self.matrix  # noqa: B018 - read whole first: the rows held go after it
+        rows, _dim, _offset = _header(self.file)
+        if rows != self._rows_read:  # (a file replaced under a reader that keeps the old rows)
+            yield
+            return
+        self._held = _Held(rows, self._file_id)
+        try:
+            yield
+        finally:
+            held, self._held = self._held, None
+            self._write_held(held)
+
+    def _write_held(self, held: _Held) -> None:
+        """The rows, text map and note rows a hold kept in memory, to the file and the tables."""
+        try:
+            info = os.stat(self.file)
+            file_id = (info.st_dev, info.st_ino)
+        except FileNotFoundError:
+            file_id = None
+        rows, _dim, _offset = _header(self.file)
+        if (rows, file_id if rows else None) != (held.file_rows, held.file_id if held.file_rows else None):
+            # Not the file the rows were counted from: they are dropped (embedded again when next
+            # needed), and the file read again from its start.
+            self._rows_read, self._file_id, self._read_at = 0, None, None
+            return
+        if held.vectors:
+            self._append(np.vstack(held.vectors), quantized=True)  # at held.file_rows (checked above)
+            info = os.stat(self.file)
+            # The rows are in memory already: the next read takes the new header, no rows.
+            self._file_id, self._read_at = (info.st_dev, info.st_ino), None
+        with transaction(self.db):
+            self._write_tables(held)
+
+    def _write_tables(self, held: _Held) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                            [(self.model, digest, row) for digest, row in held.texts.items()])
+        self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
+                            [(self.model, path, digest, row) for path, (row, digest) in held.paths.items()])
+        self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
+                            [(self.model, path) for path in held.dropped])
 
     @property
     def rows_read(self) -> int:
@@ -161,9 +237,9 @@ class VectorStore:
         rows = self._rows if row < self._rows_read else self.matrix
         return np.asarray(rows[row]) if row < len(rows) else None
 
-    def _append(self, vectors: np.ndarray) -> int:
+    def _append(self, vectors: np.ndarray, quantized: bool = False) -> int:
         """Write rows at the end of the file; returns the first new row's number."""
-        vectors = quantize(vectors)
+        vectors = vectors if quantized else quantize(vectors)
         rows, dim, offset = _header(self.file)
         if rows and dim != vectors.shape[1]:
             raise ValueError(f"{self.file}: rows of {dim} values, the model gives {vectors.shape[1]}")
@@ -184,20 +260,34 @@ class VectorStore:
     def rows_of_paths(self, paths=None) -> dict[str, tuple[int, str]]:
         """path -> (row, file hash it was computed for), for every note with a vector
         (or just `paths`)."""
-        rows, _dim, _offset = _header(self.file)
+        rows = self._row_count()
         if paths is None:
             found = self.db.execute("SELECT path, row, hash FROM vector_rows WHERE model = ?", (self.model,))
         else:
+            paths = list(paths)
             found = rows_in(self.db, "SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
                             paths, self.model)
-        return {path: (row, digest) for path, row, digest in found if row < rows}
+        have = {path: (row, digest) for path, row, digest in found if row < rows}
+        if self._held is not None:
+            wanted = None if paths is None else set(paths)
+            for path in self._held.dropped:
+                have.pop(path, None)
+            have.update((path, row) for path, row in self._held.paths.items() if wanted is None or path in wanted)
+        return have
+
+    def _row_count(self) -> int:
+        """Rows there are: in the file (its header), or while held, in memory."""
+        return self._rows_read if self._held is not None else _header(self.file)[0]
 
     def stored(self, digests) -> dict[str, int]:
         """text hash -> row, for the texts among `digests` (text hashes) that have a row in the file."""
-        rows_now, _dim, _offset = _header(self.file)
-        return {digest: row for digest, row in rows_in(
+        rows_now, digests = self._row_count(), set(digests)
+        found = {digest: row for digest, row in rows_in(
             self.db, "SELECT text_hash, row FROM vectors WHERE model = ? AND text_hash IN ({marks})",
-            set(digests), self.model) if row < rows_now}
+            digests, self.model) if row < rows_now}
+        if self._held is not None:
+            found.update((digest, row) for digest, row in self._held.texts.items() if digest in digests)
+        return found
 
     def unstored(self, texts) -> dict[str, str]:
         """text hash -> text, for those of `texts` the file holds no vector of: what the model must run on."""
@@ -247,6 +337,12 @@ class VectorStore:
         if progress is not None and fresh:
             progress(len(fresh), len(fresh))
         rows = {path: existing[digest] for path, digest in by_hash.items() if digest in existing}
+        if self._held is not None:
+            self._held.paths.update((path, (row, changed[path][0])) for path, row in rows.items())
+            for path in removed:
+                self._held.paths.pop(path, None)
+                self._held.dropped.add(path)
+            return rows, len(fresh)
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
                             [(self.model, path, changed[path][0], row) for path, row in rows.items()])
         self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
@@ -258,6 +354,18 @@ class VectorStore:
     def _place(self, vectors: list[tuple[str, np.ndarray]], existing: dict[str, int]) -> None:
         """Append (text hash, vector) pairs to the file and the text map; `existing` learns their rows."""
         if not vectors:
+            return
+        if self._held is not None:
+            rows = quantize(np.vstack([vector for _digest, vector in vectors]))
+            if not self.dim:
+                self.dim, self._rows = rows.shape[1], np.zeros((0, rows.shape[1]), dtype=np.float32)
+            elif rows.shape[1] != self.dim:
+                raise ValueError(f"{self.file}: rows of {self.dim} values, the model gives {rows.shape[1]}")
+            first = self._rows_read
+            self._held.vectors.append(rows)
+            self._extend(rows)
+            for offset, (digest, _vector) in enumerate(vectors):
+                existing[digest] = self._held.texts[digest] = first + offset
             return
         first = self._append(np.vstack([vector for _digest, vector in vectors]))
         if self._rows_read:

@@ -319,7 +319,7 @@ class Catalog:
         return self._file_id is not None and file_identity(self.db_file) != self._file_id
 
     def transaction(self):
-        return _Transaction(self.db)
+        return transaction(self.db)
 
     @property
     def generation(self) -> int:
@@ -772,7 +772,7 @@ def compact(db: sqlite3.Connection) -> None:
             pass  # another process has it open in a transaction: the next reindex tries again
 
 
-class _Transaction:
+class transaction:  # noqa: N801 - used as a function: `with transaction(db):`
     """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error); nests as a no-op."""
 
     def __init__(self, db: sqlite3.Connection):
