@@ -87,6 +87,49 @@ def test_a_note_contested_by_several_adds_of_one_batch_ends_as_one_by_one(tmp_pa
     run("verify", "--strict")  # every file as its last record says
 
 
+@pytest.mark.parametrize("held_seconds, rewrites", [(30.0, 1), (0.0, 2)])
+def test_an_import_rewrites_a_note_contested_in_several_batches_once(tmp_path, vault_dir, monkeypatch, held_seconds,
+                                                                      rewrites):
+    """The older notes an import contests are written at its end (or every CONTESTS_HELD_SECONDS):
+    a note contested by adds of two batches is rewritten once, and ends as adds one by one
+    leave it, with a contest record per pair."""
+    from vaultmem import vault as vault_module
+
+    monkeypatch.setattr(vault_module, "CONTESTS_HELD_SECONDS", held_seconds)
+    init_vault(tmp_path / "a")
+    one_by_one, batched = Vault(tmp_path / "a"), Vault(vault_dir)
+    for item in RELEASE_TRAIN[:3]:
+        one_by_one.add(**item)
+    rewritten, real_rewrite = [], Vault._rewrite_batch
+    monkeypatch.setattr(Vault, "_rewrite_batch", lambda self, jobs, spares=None: (
+        rewritten.extend(job[0].body for job in jobs), real_rewrite(self, jobs, spares))[1])
+    results = batched.add_many(RELEASE_TRAIN[:3], batch=1)
+    assert [len(r.contested) for r in results] == [0, 1, 2]
+    assert rewritten.count(results[0].note.body) == rewrites
+    assert _contests(batched) == _contests(one_by_one)
+    records = [json.loads(line) for line in (batched.state_dir / "ledger.jsonl").read_text().splitlines()]
+    assert sum(r["op"] == "contest" for r in records) == 3
+
+
+def test_an_import_stopped_by_an_error_still_writes_the_contests_of_the_adds_that_went_in(vault_dir, run):
+    vault = Vault(vault_dir)
+    real_add, calls = Vault.add, []
+
+    def add_then_crash(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("power cut")
+        return real_add(self, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Vault, "add", add_then_crash)
+        with pytest.raises(RuntimeError):
+            vault.add_many(RELEASE_TRAIN, batch=1)
+    first = next(n for n in vault.notes() if "second Tuesday" in n.body)
+    assert first.contested and len(first.contested_with) == 2  # by the second and third adds
+    run("verify", "--strict")
+
+
 @pytest.mark.real_model
 def test_a_note_links_the_newest_memories_contested_with_it_and_the_ledger_keeps_all(vault_dir, run,
                                                                                     monkeypatch):
@@ -337,10 +380,12 @@ def test_the_files_a_batchs_contests_swap_out_take_the_next_batchs_rewrites_and_
     """The old files of the notes one batch's contests rewrite are kept (files.SpareFiles) for
     the next batch's rewrites instead of a new file each; the vault ends as adds one by one
     leave it, with no hidden file left behind."""
+    from vaultmem import vault as vault_module
     from vaultmem.store import files
 
     if files._F_SETLEASE is None:
         pytest.skip("spare files are kept only where the system tells whether another process has them open")
+    monkeypatch.setattr(vault_module, "CONTESTS_HELD_SECONDS", 0.0)  # each batch writes its contests
     said = ["", ", as Ana said on Monday", ", as Bo said on Friday"]
     texts = [f"The nightly backup of shard {i} runs at 0{2 + round_}:{10 + i} from host bk-{i}{said[round_]}"
              for round_ in range(3) for i in range(8)]
