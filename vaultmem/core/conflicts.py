@@ -210,6 +210,19 @@ def _value(lw: str, raw: str) -> _Tok | None:
 
 
 def _word(raw: str, start: bool) -> _Tok:
+    """One word's token: a fresh one (parsing changes tokens in place), read once per word."""
+    return _Tok(*_word_read(raw, start))
+
+
+@lru_cache(maxsize=16384)
+def _word_read(raw: str, start: bool) -> tuple[str, str, str, bool]:
+    """(key, kind, raw, flip) of a word: texts share most of their words, and reading one
+    takes a dozen lookups and patterns (~40% of a parse)."""
+    tok = _read_word(raw, start)
+    return tok.key, tok.kind, tok.raw, tok.flip
+
+
+def _read_word(raw: str, start: bool) -> _Tok:
     lw = raw.lower().replace("’", "'")
     if lw.endswith("n't") or lw in NEG:
         return _Tok(lw, "neg", raw)
