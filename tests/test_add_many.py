@@ -517,3 +517,17 @@ def test_a_note_written_by_hand_during_an_unchecked_bulk_add_is_recalled_right_a
     for reader in (vault, Vault(vault_dir)):  # this process, and a command started now
         assert [h.note.id for h in reader.recall("coffee machine oat milk")][:1] == ["handmade"]
         assert "handmade" in {n.id for n in reader.notes()}
+
+
+def test_an_import_without_the_checks_never_loads_the_recall_engine(vault_dir):
+    """Checks off, add_many needs no model and no index: a process that only imports leaves
+    the engine (numpy, Whoosh, the model) unloaded, ~0.5 s it would spend for nothing."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from vaultmem.vault import Vault; "
+            f"r = Vault({str(vault_dir)!r}).add_many([{{'text': 'Fact %d' % i, 'namespace': 'x', 'merge': False, "
+            "'supersede': False} for i in range(3)]); "
+            "print(len(r), 'vaultmem.search.engine' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["3", "False"]

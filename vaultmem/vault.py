@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -542,13 +543,13 @@ class Vault:
     @contextmanager
     def _embedding_ahead(self):
         """add_many's texts embedded ahead (`_embed_ahead`), until it returns: what runs them in
-        the background (a second process, search/embed_worker.py) ends with it."""
+        the background (a second process, search/embed_worker.py) ends with it. (An import
+        without the checks never loads the engine: nothing to end.)"""
         try:
             yield
         finally:
-            from vaultmem.search.engine import existing_engine
-
-            engine = existing_engine(self)
+            engine_module = sys.modules.get("vaultmem.search.engine")
+            engine = engine_module.existing_engine(self) if engine_module is not None else None
             if engine is not None:
                 engine.end_embedding_ahead()
 
