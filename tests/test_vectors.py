@@ -65,3 +65,15 @@ def test_a_hold_on_a_vault_without_vectors_yet_makes_the_file(tmp_path):
         _add(writer, TEXTS[:3])
         assert not writer.file.exists()
     assert _store(tmp_path / "v", tmp_path / "c.db").matrix.shape == (3, MODEL.dim)
+
+
+def test_a_note_forgotten_and_back_within_a_hold_keeps_its_row(tmp_path):
+    writer = _store(tmp_path / "v", tmp_path / "c.db")
+    _add(writer, TEXTS[:2])
+    with writer.held():
+        writer.update({}, ["note-1.md"], MODEL)  # moved away...
+        assert "note-1.md" not in writer.rows_of_paths()
+        _add(writer, [TEXTS[1]], first_path=1)  # ... and back
+        assert writer.rows_of_paths()["note-1.md"] == (1, "hash-1")
+        writer.update({}, ["note-0.md"], MODEL)
+    assert _store(tmp_path / "v", tmp_path / "c.db").rows_of_paths() == {"note-1.md": (1, "hash-1")}

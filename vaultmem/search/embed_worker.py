@@ -17,7 +17,6 @@ JSON list of texts; each answer is a JSON header `{"rows": n, "dim": d}` (or
 from __future__ import annotations
 
 import json
-import os
 import struct
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from typing import BinaryIO
 import numpy as np
 
 _LENGTH = struct.Struct("<I")
+_BOOT = ("import sys; home = sys.argv[1]; home in sys.path or sys.path.insert(0, home); "
+         "from vaultmem.search.embed_worker import main; main()")
 
 
 def _write_frame(stream: BinaryIO, data: bytes) -> None:
@@ -75,13 +76,14 @@ class EmbedWorker:
     def _start(self) -> subprocess.Popen:
         if self._child is not None:
             return self._child
-        env = dict(os.environ)
-        # The vaultmem this process imported, whichever way it was found (an installed package,
-        # a checkout on sys.path): the child runs the same code.
+        # The vaultmem this process imported, whichever way it was found: where an installed
+        # package is, the child finds it itself; a checkout this process put on its path goes
+        # first on the child's (nothing else is put ahead of the standard library).
         home = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join([home, *filter(None, [env.get("PYTHONPATH")])])
-        child = subprocess.Popen([sys.executable, "-m", "vaultmem.search.embed_worker"], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        flags = ["-I"] if sys.flags.isolated else [*(["-E"] if sys.flags.ignore_environment else []),
+                                                   *(["-s"] if sys.flags.no_user_site else [])]
+        child = subprocess.Popen([sys.executable, *flags, "-c", _BOOT, home], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._child = child
         try:
             _write_frame(child.stdin, json.dumps(self._settings).encode("utf-8"))
@@ -140,5 +142,9 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         _write_frame(stdout, np.ascontiguousarray(matrix).tobytes())
 
 
-if __name__ == "__main__":
+def main() -> None:
     serve(sys.stdin.buffer, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    main()

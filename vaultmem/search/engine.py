@@ -297,8 +297,9 @@ class RecallEngine:
     def embed_passages(self, texts: list[str], ahead: list[str] = ()) -> None:
         """Embed texts about to be added, in batches (add_many): each add's check and
         its vector row then find them ready (embed_passage). `ahead`: the texts of the
-        adds after these, embedded in a background thread meanwhile where the model
-        allows (search/ahead.py); the call for them takes the vectors it made."""
+        adds after these, embedded in the background meanwhile (a second process for an ONNX
+        model, else a thread where the model allows: search/ahead.py); the call for them takes
+        the vectors it made."""
         from vaultmem.search.ahead import EmbedAhead, InBackground
         from vaultmem.search.vectors import embed_texts, text_hash
 

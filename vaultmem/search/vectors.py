@@ -338,10 +338,11 @@ class VectorStore:
             progress(len(fresh), len(fresh))
         rows = {path: existing[digest] for path, digest in by_hash.items() if digest in existing}
         if self._held is not None:
-            self._held.paths.update((path, (row, changed[path][0])) for path, row in rows.items())
             for path in removed:
                 self._held.paths.pop(path, None)
                 self._held.dropped.add(path)
+            self._held.paths.update((path, (row, changed[path][0])) for path, row in rows.items())
+            self._held.dropped.difference_update(rows)  # (forgotten, then back: a note moved away and back)
             return rows, len(fresh)
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
                             [(self.model, path, changed[path][0], row) for path, row in rows.items()])
