@@ -246,6 +246,7 @@ def op_write_bulk(spec: dict) -> dict:
     checked = spec["checked"]
     items = [{"text": text, "namespace": ns} if checked else
              {"text": text, "namespace": ns, "merge": False, "supersede": False} for text, ns in spec["memories"]]
+    helper_peaks = _watch_embedding_process()
     t0 = time.perf_counter()
     vault = Vault.open(Path(spec["store"]), create=True)
     open_s = time.perf_counter() - t0
@@ -257,7 +258,36 @@ def op_write_bulk(spec: dict) -> dict:
                    added.action != "added" else "added, superseded an older one" if added.superseded else
                    "added, contested" if added.contested else "added")
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    return {"open_s": open_s, "total_s": total_s, "outcomes": outcomes}
+    import resource
+
+    self_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"open_s": open_s, "total_s": total_s, "outcomes": outcomes, "self_rss_mb": self_mb,
+            "helper_rss_mb": max(helper_peaks, default=None)}
+
+
+def _watch_embedding_process() -> list[float]:
+    """The peak RSS (VmHWM, MB) of each second process add_many starts to embed ahead
+    (vaultmem/search/embed_worker.py), read just before it ends: wait4 reports the larger of
+    this process and that one, not the two together. Empty for a vaultmem without one."""
+    peaks: list[float] = []
+    try:
+        from vaultmem.search.embed_worker import EmbedWorker
+    except ImportError:
+        return peaks
+    close = EmbedWorker.close
+
+    def close_noting_peak(self):
+        child = getattr(self, "_child", None)
+        if child is not None:
+            try:
+                with open(f"/proc/{child.pid}/status", encoding="ascii") as status:
+                    peaks.extend(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM:"))
+            except OSError:
+                pass
+        close(self)
+
+    EmbedWorker.close = close_noting_peak
+    return peaks
 
 
 OPS = {"info": op_info, "write": op_write, "write_bulk": op_write_bulk, "recall": op_recall, "decay": op_decay}

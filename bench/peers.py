@@ -64,7 +64,9 @@ Rows, per size (one column per tool, and vaultmem / best peer: < 1 is vaultmem a
    few are filed for it) / `write --slug S --title TEXT --kind reference
    --project NS --body ''` (its near-duplicate check on, the default).
 6. peak RSS: the row-3 child (wait4), the row-2 child, and vaultmem's
-   watcher (VmHWM from /proc/PID/status, read before it is stopped).
+   watcher (VmHWM from /proc/PID/status, read before it is stopped); 6d, the
+   row-2c child's own peak and that of the process its `add_many` embeds ahead
+   in (VmHWM, read before it ends): the two run side by side.
 7. on disk (st_blocks, after row 3 built the indexes): vaultmem's
    `.vaultmem/` folder (everything but the notes) and the whole vault; the
    peers' whole store (SQLite file, WAL, anything under their home).
@@ -901,6 +903,11 @@ def size_rows(res: dict, tools: list[str], checked_limit: int) -> list[Row]:
     for t in having("checked"):
         wrow.set(t, _fmt(T[t]["checked"]["child_rss_mb"]), T[t]["checked"]["child_rss_mb"])
     rows += [row, wrow]
+    bulk = (T.get("vaultmem", {}).get("bulk") or {}).get("checked") or {}
+    if bulk.get("self_rss_mb") is not None:
+        helper = bulk.get("helper_rss_mb")
+        rows.append(Row("6d. peak RSS MB: checks-on add_many child + its embedding process").set(
+            "vaultmem", f"{_fmt(bulk['self_rss_mb'])} + {_fmt(helper) if helper is not None else 'none'}"))
     vm = T.get("vaultmem", {})
     w = vm.get("watcher") or {}
     if "vaultmem" in tools:
