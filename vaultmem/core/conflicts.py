@@ -217,7 +217,8 @@ def _word(raw: str, start: bool) -> _Tok:
 @lru_cache(maxsize=16384)
 def _word_read(raw: str, start: bool) -> tuple[str, str, str, bool]:
     """(key, kind, raw, flip) of a word: texts share most of their words, and reading one
-    takes a dozen lookups and patterns (~40% of a parse)."""
+    takes a dozen lookups and patterns (~40% of a parse). Kept as a tuple: a token built
+    from it is cheaper than `_Tok.copy` of a cached one (a parse 0.075 against 0.097 ms)."""
     tok = _read_word(raw, start)
     return tok.key, tok.kind, tok.raw, tok.flip
 

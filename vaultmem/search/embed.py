@@ -292,16 +292,19 @@ class OnnxEmbedder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        def run(idx: list[int]) -> np.ndarray:
+            return self._run([texts[i] for i in idx])
+
         runs = min(self.runs_at_once, len(batches))
         if runs > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(runs) as pool:
-                for idx, rows in zip(batches, pool.map(lambda idx: self._run([texts[i] for i in idx]), batches)):
-                    out[idx] = rows
+                results = list(pool.map(run, batches))
         else:
-            for idx in batches:
-                out[idx] = self._run([texts[i] for i in idx])
+            results = map(run, batches)
+        for idx, rows in zip(batches, results):
+            out[idx] = rows
         return out
 
     def token_vectors(self, texts: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
