@@ -266,6 +266,27 @@ def test_the_next_batch_is_embedded_in_the_background_while_this_one_is_added(va
     assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
 
 
+def test_texts_the_vault_holds_a_vector_of_are_not_run_through_the_model_again(vault_dir, monkeypatch):
+    """An import run a second time (and an add repeating a note's text) searches with the
+    vectors stored for its texts: the model runs only on the texts that are new, and every
+    repeat is still counted on its note."""
+    from vaultmem.search.engine import forget_engines
+
+    vault = Vault(vault_dir)
+    first = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS[:20]], batch=10)
+    assert [r.action for r in first] == ["added"] * 20
+    forget_engines(vault)  # another process, another day: only the vault's stored vectors remain
+    vault = Vault(vault_dir)
+    calls = _embeds_by_thread(vault, monkeypatch)
+    again = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert [r.action for r in again] == ["recurrence"] * 20 + ["added"] * 10
+    assert sorted(text for _thread, text in calls) == sorted(SENSORS[20:])
+    calls.clear()
+    assert vault.add(SENSORS[3], "farm").action == "recurrence"
+    assert calls == []
+    assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
+
+
 def _vectors_by_text(vault: Vault) -> dict[str, bytes]:
     """text hash -> the bytes of its row in the vault's vector file."""
     import sqlite3

@@ -282,8 +282,24 @@ class RecallEngine:
         digest = text_hash(self.embedder.name, text)
         if digest not in self._recent:
             self._keep_recent(RECENT_VECTORS - 1)
-            self._recent[digest] = self.embedder.embed([text], kind="passage")[0]
+            stored = self._stored_vectors({digest})
+            self._recent[digest] = stored[digest] if stored else self.embedder.embed([text], kind="passage")[0]
         return self._recent[digest]
+
+    def _stored_vectors(self, digests) -> dict[str, object]:
+        """The vectors the store holds for these text hashes (a text added before, a note's
+        text again): read back, not run through the model again. An add searches with the
+        stored vector as every later recall does; a re-run import embeds nothing twice."""
+        if self.vectors is None or not digests:
+            return {}
+        import numpy as np
+
+        found = {}
+        for digest, row in self.vectors.stored(digests).items():
+            vector = self.vectors.vector(row)
+            if vector is not None:
+                found[digest] = np.array(vector, dtype=np.float32)
+        return found
 
     def _keep_recent(self, room: int, wanted: set[str] = frozenset()) -> None:
         """Forget the oldest remembered vectors until at most `room` are left, never
@@ -310,6 +326,7 @@ class RecallEngine:
         wanted = {text_hash(name, t): t for t in texts}
         ready = self._ahead.take(wanted) if self._ahead is not None else {}
         ready = {digest: vector for digest, vector in ready.items() if digest not in self._recent}
+        ready.update(self._stored_vectors({d for d in wanted if d not in self._recent and d not in ready}))
         todo = {digest: t for digest, t in wanted.items() if digest not in self._recent and digest not in ready}
         # Texts go in order: older ones are done with.
         self._keep_recent(RECENT_VECTORS - len(todo) - len(ready), set(wanted))
@@ -319,7 +336,9 @@ class RecallEngine:
             if self._ahead is None:
                 self._ahead = EmbedAhead(InBackground(self.embedder))
             later = {text_hash(name, t): t for t in ahead}
-            self._ahead.start({digest: t for digest, t in later.items() if digest not in self._recent})
+            later = {digest: t for digest, t in later.items() if digest not in self._recent}
+            stored = self.vectors.stored(later) if self.vectors is not None else {}
+            self._ahead.start({digest: t for digest, t in later.items() if digest not in stored})
 
     def end_embedding_ahead(self) -> None:
         """An import is done: what embed_passages started in the background ends (a second
