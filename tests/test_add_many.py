@@ -287,6 +287,48 @@ def test_texts_the_vault_holds_a_vector_of_are_not_run_through_the_model_again(v
     assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
 
 
+def test_a_batch_embeds_itself_the_texts_the_background_has_not_started_on(vault_dir, monkeypatch):
+    """The background embeds several batches ahead, in short runs, one after another. A batch
+    whose runs have not started (the background is behind, held here on its first run) embeds
+    those texts itself instead of waiting behind the run going; it waits only for that run.
+    Every text is embedded once, and the notes are what adds one by one make."""
+    import threading
+
+    from vaultmem.search import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "AHEAD_RUN_TEXTS", 5)
+    vault = Vault(vault_dir)
+    engine = engine_module.engine_for(vault)
+    engine._load_model()
+    embedder, calls, release = engine.embedder, [], threading.Event()
+    real_embed = embedder.embed
+
+    def embed(texts, kind="passage"):
+        in_background = threading.current_thread().name.startswith("vaultmem-embed-ahead")
+        if in_background and texts[0] == SENSORS[10]:
+            release.wait(10)  # the background's first run takes long: the batches catch up with it
+        calls.extend((in_background, text) for text in texts)
+        return real_embed(texts, kind)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    from vaultmem.search.ahead import EmbedAhead
+
+    original_take = EmbedAhead.take
+
+    def take(self, digests):
+        release.set()  # the batch got to waiting: only for the run going, its others dropped
+        return original_take(self, digests)
+
+    monkeypatch.setattr(EmbedAhead, "take", take)
+    results = vault.add_many([{"text": t, "namespace": "farm"} for t in SENSORS], batch=10)
+    assert [r.action for r in results] == ["added"] * 30
+    assert sorted(text for _in_background, text in calls) == sorted(SENSORS)  # each once
+    by_background = {text for in_background, text in calls if in_background}
+    assert set(SENSORS[10:15]) <= by_background  # the run that was going
+    assert not by_background & set(SENSORS[15:20])  # dropped before it started: embedded by the batch
+    assert sorted(n.body.strip() for n in vault.notes()) == sorted(SENSORS)
+
+
 def _vectors_by_text(vault: Vault) -> dict[str, bytes]:
     """text hash -> the bytes of its row in the vault's vector file."""
     import sqlite3

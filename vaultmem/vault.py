@@ -70,6 +70,7 @@ T = TypeVar("T")  # what an act on a note found by its id returns (_where_it_is_
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
+EMBED_AHEAD_BATCHES = 3  # add_many's batches embedded ahead in the background (search/ahead.py)
 # add_many writes the older notes its adds contested at its end, or once this long has passed since
 # it last did: a crash loses at most that long of their marks (the new notes keep their links).
 CONTESTS_HELD_SECONDS = 30.0
@@ -476,7 +477,7 @@ class Vault:
                 if checked:
                     # Before the lock: the model needs none, and takes a while. The next batch's texts
                     # are embedded in the background while this one is added.
-                    self._embed_ahead(chunk, items[start + len(chunk):start + 2 * len(chunk)])
+                    self._embed_ahead(chunk, items[start + len(chunk):start + (1 + EMBED_AHEAD_BATCHES) * len(chunk)])
                 if ended is not None:
                     # Others wait for the write lock or for the catalog (a hook's refresh, a reindex) by
                     # polling (filelock every 50 ms, SQLite's busy wait up to every 100 ms): without a

@@ -77,6 +77,7 @@ SAME_SUBJECT_OVERLAP = 0.6
 LEXICAL_BATCH = 200
 LEXICAL_BATCH_WITH_MODEL = 5000
 LEXICAL_OPTIMIZE = 5000  # an indexing of more notes ends by merging the index into one segment
+AHEAD_RUN_TEXTS = 100  # texts per background run of an import (~0.4 s of the model on one core)
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them
 # The caches as another process's `reindex` leaves them (follow_replaced_caches), and how often a
 # fill waiting for it looks again.
@@ -313,9 +314,9 @@ class RecallEngine:
     def embed_passages(self, texts: list[str], ahead: list[str] = ()) -> None:
         """Embed texts about to be added, in batches (add_many): each add's check and
         its vector row then find them ready (embed_passage). `ahead`: the texts of the
-        adds after these, embedded in the background meanwhile (a second process for an ONNX
-        model, else a thread where the model allows: search/ahead.py); the call for them takes
-        the vectors it made."""
+        adds after these (the next few batches), embedded in the background meanwhile, a run
+        per batch (a second process for an ONNX model, else a thread where the model allows:
+        search/ahead.py); the calls for them take the vectors it made."""
         from vaultmem.search.ahead import EmbedAhead, InBackground
         from vaultmem.search.vectors import embed_texts, text_hash
 
@@ -324,21 +325,30 @@ class RecallEngine:
             return
         name = self.embedder.name
         wanted = {text_hash(name, t): t for t in texts}
-        ready = self._ahead.take(wanted) if self._ahead is not None else {}
-        ready = {digest: vector for digest, vector in ready.items() if digest not in self._recent}
-        ready.update(self._stored_vectors({d for d in wanted if d not in self._recent and d not in ready}))
-        todo = {digest: t for digest, t in wanted.items() if digest not in self._recent and digest not in ready}
+        background = self._ahead
+        # What the background has not started on is embedded here instead of waited for (the
+        # background, behind, then goes on to the next batches), while it ends its run.
+        held = background.holding(wanted, drop_queued=True) if background is not None else set()
+        stored = self._stored_vectors({d for d in wanted if d not in self._recent and d not in held})
+        todo = {digest: t for digest, t in wanted.items()
+                if digest not in self._recent and digest not in held and digest not in stored}
         # Texts go in order: older ones are done with.
-        self._keep_recent(RECENT_VECTORS - len(todo) - len(ready), set(wanted))
-        self._recent.update(ready)
+        self._keep_recent(RECENT_VECTORS - len(stored) - len(todo) - len(held), set(wanted))
+        self._recent.update(stored)
         self._recent.update(embed_texts(self.embedder, todo))
+        if held:
+            ready = background.take(held)
+            self._recent.update((digest, vector) for digest, vector in ready.items() if digest not in self._recent)
+            self._recent.update(embed_texts(self.embedder, {d: wanted[d] for d in held if d not in self._recent}))
         if ahead and (getattr(self.embedder, "concurrent", False) or getattr(self.embedder, "settings", None)):
             if self._ahead is None:
                 self._ahead = EmbedAhead(InBackground(self.embedder))
             later = {text_hash(name, t): t for t in ahead}
             later = {digest: t for digest, t in later.items() if digest not in self._recent}
             stored = self.vectors.stored(later) if self.vectors is not None else {}
-            self._ahead.start({digest: t for digest, t in later.items() if digest not in stored})
+            queue = [(digest, t) for digest, t in later.items() if digest not in stored]
+            for first in range(0, len(queue), AHEAD_RUN_TEXTS):  # short runs: a batch waits for its own only
+                self._ahead.start(dict(queue[first:first + AHEAD_RUN_TEXTS]))
 
     def end_embedding_ahead(self) -> None:
         """An import is done: what embed_passages started in the background ends (a second
