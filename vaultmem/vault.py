@@ -475,7 +475,7 @@ class Vault:
                 chunk = items[start:start + batch]
                 checked = self.config.check_conflicts and any(map(_wants_checks, chunk))
                 if checked:
-                    # Before the lock: the model needs none, and takes a while. The next batch's texts
+                    # Before the lock: the model needs none, and takes a while. The next batches' texts
                     # are embedded in the background while this one is added.
                     self._embed_ahead(chunk, items[start + len(chunk):start + (1 + EMBED_AHEAD_BATCHES) * len(chunk)])
                 if ended is not None:
