@@ -258,6 +258,29 @@ def test_notes_that_start_alike_take_the_next_free_number_and_never_a_taken_name
     assert (vault.root / f"memories/work/{stem}-5.md").read_text().endswith("mine\n")
 
 
+def test_files_a_person_makes_under_the_chosen_names_meanwhile_are_never_replaced(vault, monkeypatch):
+    """Between choosing a free name and writing the note, a person saves files under that
+    name and the next ones (the catalog has not seen them): the note takes the first name
+    still free, and their files keep their text."""
+    from vaultmem import vault as vault_module
+
+    real_create, theirs = vault_module.create_new, []
+
+    def person_saves_first(path, text, *args):
+        if not theirs:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for name in (path.name, path.name.replace(".md", "-2.md"), path.name.replace(".md", "-3.md")):
+                (path.parent / name).write_text(f"---\nid: hand{len(theirs)}\n---\nmine\n")
+                theirs.append(path.parent / name)
+        return real_create(path, text, *args)
+
+    monkeypatch.setattr(vault_module, "create_new", person_saves_first)
+    added = vault.add("The staging database listens on port 5433", "work", merge=False, supersede=False)
+    assert added.note.path == "memories/work/the-staging-database-listens-on-port-5433-4.md"
+    assert [path.read_text().endswith("mine\n") for path in theirs] == [True, True, True]
+    assert vault.get(added.note.id).body.strip() == "The staging database listens on port 5433"
+
+
 def test_a_note_moved_to_a_new_folder_while_a_grade_writes_it_is_found_by_the_next_grade(vault, monkeypatch):
     """A person makes a folder and moves the note into it the instant vaultmem's grade has
     written it, before the catalog takes its folders' mtimes (found by bench/reliability.py's

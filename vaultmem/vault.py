@@ -610,18 +610,23 @@ class Vault:
         someone creates under the same name meanwhile is never replaced."""
         self._check_inside(folder)
         catalog = self.catalog(refresh=False)
+        collided = False  # a file the catalog does not know yet took a name: look at the folder too
         for _attempt in range(WRITE_RETRIES):
             catalogued = catalog.stems_numbered(stem)
-            name = _free_stem(stem, lambda s: s in catalogued or (self.root / f"{folder}/{s}.md").exists())
+            name = _free_stem(stem, lambda s: s in catalogued or (
+                collided and (self.root / f"{folder}/{s}.md").exists()))
             rel = f"{folder}/{name}.md"
             note = replace(note, path=rel)
             text = render(note)
             self.check_size(rel, text)
             folders = folder_mtimes(self.root, [rel])
             try:
-                create_new(self.root / rel, text)
-            except (FileExistsError, FileNotFoundError):
-                continue  # the name was taken, or a person renamed the folder meanwhile: made again
+                create_new(self.root / rel, text)  # never over a file there (FileExistsError)
+            except FileExistsError:
+                collided = True
+                continue  # the name was taken meanwhile: made again under another
+            except FileNotFoundError:
+                continue  # a person renamed the folder meanwhile: made again
             catalog.wrote(rel, text, before=folders, note=as_read_back(note))
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")

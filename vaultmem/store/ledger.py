@@ -126,8 +126,12 @@ class Ledger:
             records.append(record)
             lines.append(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
         data = "".join(lines).encode("utf-8")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "ab") as handle:
+        try:
+            handle = open(self.path, "ab")
+        except FileNotFoundError:  # (its folder is made on the first append, not checked on each)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "ab")
+        with handle:
             if handle.seek(0, os.SEEK_END) > offset:
                 # The last append was cut short (a crash mid-line): end that fragment
                 # here, so it stays a line of its own that `verify` reports as torn.
