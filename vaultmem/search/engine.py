@@ -314,9 +314,10 @@ class RecallEngine:
     def embed_passages(self, texts: list[str], ahead: list[str] = ()) -> None:
         """Embed texts about to be added, in batches (add_many): each add's check and
         its vector row then find them ready (embed_passage). `ahead`: the texts of the
-        adds after these (the next few batches), embedded in the background meanwhile, a run
-        per batch (a second process for an ONNX model, else a thread where the model allows:
-        search/ahead.py); the calls for them take the vectors it made."""
+        adds after these (the next few batches), embedded in the background meanwhile in runs
+        of AHEAD_RUN_TEXTS (a second process for an ONNX model, else a thread where the model
+        allows: search/ahead.py); the calls for them take the vectors it made, and embed here
+        those whose run has not started. Texts the vault holds a vector of are not embedded."""
         from vaultmem.search.ahead import EmbedAhead, InBackground
         from vaultmem.search.vectors import embed_texts, text_hash
 
