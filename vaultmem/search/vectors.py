@@ -217,15 +217,20 @@ class VectorStore:
             # The rows are in memory already: the next read takes the new header, no rows.
             self._file_id, self._read_at = (info.st_dev, info.st_ino), None
         with transaction(self.db):
-            self._write_tables(held)
+            self._record_texts(held.texts)
+            self._record_paths(held.paths, held.dropped)
 
-    def _write_tables(self, held: _Held) -> None:
+    def _record_texts(self, texts: dict[str, int]) -> None:
+        """The text map: text hash -> row."""
         self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                            [(self.model, digest, row) for digest, row in held.texts.items()])
+                            [(self.model, digest, row) for digest, row in texts.items()])
+
+    def _record_paths(self, paths: dict[str, tuple[int, str]], dropped) -> None:
+        """The notes' rows: path -> (row, file hash), and the paths that have none any more."""
         self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
-                            [(self.model, path, digest, row) for path, (row, digest) in held.paths.items()])
+                            [(self.model, path, digest, row) for path, (row, digest) in paths.items()])
         self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
-                            [(self.model, path) for path in held.dropped])
+                            [(self.model, path) for path in dropped])
 
     @property
     def rows_read(self) -> int:
@@ -344,10 +349,7 @@ class VectorStore:
             self._held.paths.update((path, (row, changed[path][0])) for path, row in rows.items())
             self._held.dropped.difference_update(rows)  # (forgotten, then back: a note moved away and back)
             return rows, len(fresh)
-        self.db.executemany("INSERT OR REPLACE INTO vector_rows VALUES (?, ?, ?, ?)",
-                            [(self.model, path, changed[path][0], row) for path, row in rows.items()])
-        self.db.executemany("DELETE FROM vector_rows WHERE model = ? AND path = ?",
-                            [(self.model, path) for path in removed])
+        self._record_paths({path: (row, changed[path][0]) for path, row in rows.items()}, removed)
         if len(changed) + len(removed) >= 1000 and not self.db.in_transaction:
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # as the catalog does after big writes
         return rows, len(fresh)
@@ -373,10 +375,9 @@ class VectorStore:
             # A store searched already reads its new rows now: they stay with it if a reindex
             # replaces the file. One never searched (reindex's own, an import's) reads none.
             self.matrix  # noqa: B018 - read for its side effect
-        for offset, (digest, _vector) in enumerate(vectors):
-            existing[digest] = first + offset
-        self.db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                            [(self.model, digest, existing[digest]) for digest, _vector in vectors])
+        placed = {digest: first + offset for offset, (digest, _vector) in enumerate(vectors)}
+        existing.update(placed)
+        self._record_texts(placed)
 
     def search(self, query_vector: np.ndarray, rows: np.ndarray, limit: int,
                mask: np.ndarray | None = None) -> list[tuple[int, float]]:
