@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import contextmanager
 
 import pytest
 
@@ -111,20 +112,26 @@ def test_an_import_rewrites_a_note_contested_in_several_batches_once(tmp_path, v
     assert sum(r["op"] == "contest" for r in records) == 3
 
 
-def test_an_import_stopped_by_an_error_still_writes_the_contests_of_the_adds_that_went_in(vault_dir, run):
-    vault = Vault(vault_dir)
+@contextmanager
+def _power_cut_at_add(nth: int):
+    """Vault.add raises RuntimeError on its `nth` call, inside the block (adds before it go in)."""
     real_add, calls = Vault.add, []
 
     def add_then_crash(self, *args, **kwargs):
         calls.append(1)
-        if len(calls) == 4:
+        if len(calls) == nth:
             raise RuntimeError("power cut")
         return real_add(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Vault, "add", add_then_crash)
-        with pytest.raises(RuntimeError):
-            vault.add_many(RELEASE_TRAIN, batch=1)
+        yield
+
+
+def test_an_import_stopped_by_an_error_still_writes_the_contests_of_the_adds_that_went_in(vault_dir, run):
+    vault = Vault(vault_dir)
+    with _power_cut_at_add(4), pytest.raises(RuntimeError):
+        vault.add_many(RELEASE_TRAIN, batch=1)
     first = next(n for n in vault.notes() if "second Tuesday" in n.body)
     assert first.contested and len(first.contested_with) == 2  # by the second and third adds
     run("verify", "--strict")
@@ -184,20 +191,10 @@ def test_a_batch_cut_short_by_a_crash_leaves_its_notes_found_and_the_ledger_whol
     escapes midway rolls them back, yet the files written are found by the next process,
     and their ledger lines (in the file) are read back, so verify passes."""
     vault = Vault(vault_dir)
-    real_add, calls = Vault.add, []
-
-    def add_then_crash(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:
-            raise RuntimeError("power cut")
-        return real_add(self, *args, **kwargs)
-
     items = [{"text": f"Fact number {i} about the build farm", "namespace": "work", "merge": False,
               "supersede": False} for i in range(5)]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Vault, "add", add_then_crash)
-        with pytest.raises(RuntimeError):
-            vault.add_many(items)
+    with _power_cut_at_add(3), pytest.raises(RuntimeError):
+        vault.add_many(items)
     expected = ["Fact number 0 about the build farm", "Fact number 1 about the build farm"]
     assert sorted(n.body.strip() for n in Vault(vault_dir).notes()) == expected  # the next process
     assert sorted(n.body.strip() for n in vault.notes()) == expected  # and this one, after the error
