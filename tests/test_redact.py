@@ -308,3 +308,32 @@ def test_adversarial_input_is_scanned_in_linear_time(unit):
 def test_these_files_hold_no_secret_themselves(path):
     text = (Path(__file__).resolve().parents[1] / path).read_text(encoding="utf-8")
     assert [(f.kind, text[f.start:f.end]) for f in scan(text)] == []
+
+
+def _bench_texts() -> list[str]:
+    data = Path(__file__).resolve().parents[1] / "bench" / "data"
+    lines = []
+    for name in ("secrets.txt", "secret_lookalikes.txt", "secrets_heldout.txt", "secret_lookalikes_heldout.txt"):
+        lines += [line.replace("{+}", "") for line in (data / name).read_text(encoding="utf-8").splitlines()
+                  if line.strip() and not line.lstrip().startswith("#")]
+    return lines
+
+
+def test_the_words_a_rule_needs_never_change_what_a_scan_finds(monkeypatch):
+    """Each rule is tried only on texts holding one of its words (a fast pre-check): every
+    text of this file and of the bench's sets, as written, upper-cased and with the letters a
+    case-insensitive pattern reads as ASCII ones (dotted and dotless i, long s, the Kelvin
+    sign), gets the findings it gets with every rule tried on every text."""
+    from vaultmem.core import redact
+
+    texts = [text for text, _kind, _secret in POSITIVES] + list(NEGATIVES) + _bench_texts()
+    odd_letters = str.maketrans({"i": "\u0131", "I": "\u0130", "s": "\u017f", "k": "\u212a", "K": "\u212a"})
+    texts += [t.upper() for t in texts] + [t.translate(odd_letters) for t in texts]
+    with_words = [(scan(t), scan(t, ALL)) for t in texts]
+    monkeypatch.setattr(redact, "_scan_short", lambda text, policy: tuple(redact._scan(text, policy)))
+    for name in ("_SECRETS", "_EMAILS", "_PHONES", "_CONTEXTUAL"):
+        monkeypatch.setattr(redact, name, [(*rule[:-1], ()) for rule in getattr(redact, name)])
+    monkeypatch.setattr(redact, "_CONTEXTUAL", [(*rule[:-1], ("",)) for rule in redact._CONTEXTUAL])
+    every_rule = [(scan(t), scan(t, ALL)) for t in texts]
+    assert sum(bool(found) for found, _ in every_rule) > 100  # the sets hold secrets, found as before
+    assert with_words == every_rule
