@@ -273,11 +273,11 @@ class VectorStore:
             found = rows_in(self.db, "SELECT path, row, hash FROM vector_rows WHERE model = ? AND path IN ({marks})",
                             paths, self.model)
         have = {path: (row, digest) for path, row, digest in found if row < rows}
-        if self._held is not None:
-            wanted = None if paths is None else set(paths)
-            for path in self._held.dropped:
+        if self._held is not None:  # (an add's sync asks for one path: the batch's held ones are not all gone through)
+            held = self._held
+            for path in held.dropped if paths is None else (p for p in paths if p in held.dropped):
                 have.pop(path, None)
-            have.update((path, row) for path, row in self._held.paths.items() if wanted is None or path in wanted)
+            have.update(held.paths if paths is None else ((p, held.paths[p]) for p in paths if p in held.paths))
         return have
 
     def _row_count(self) -> int:
