@@ -509,3 +509,19 @@ def test_a_damaged_catalog_is_named_in_one_line_with_its_fix_and_reindex_makes_i
     run_process("--vault", str(vault_dir), "reindex")
     found = run_process("--vault", str(vault_dir), "recall", "staging database", "--json")
     assert staging.id in found.stdout
+
+
+def test_an_add_check_sees_the_note_as_it_is_now_after_a_grade_or_a_hand_edit(vault):
+    """The nearest notes an add's check reads are the same again and again (their Notes are
+    kept once made): a note graded or edited by hand in between is read as it is now."""
+    note = vault.add("The staging database listens on port 5433", "infra", merge=False, supersede=False).note
+    probe = "The staging database listens on port 6543"
+    engine = RecallEngine(vault)
+    first = {n.id: n for n, _s in engine.similar(probe, "infra")}[note.id]
+    assert first.reps == 0
+    vault.grade(note.id, "good")
+    assert {n.id: n for n, _s in engine.similar(probe, "infra")}[note.id].reps == 1
+    path = vault.root / note.path
+    path.write_text(path.read_text().replace("listens on port 5433", "listens on port 5433 behind pgbouncer"))
+    after_edit = {n.id: n for n, _s in engine.similar(probe, "infra")}[note.id]
+    assert "pgbouncer" in after_edit.body and after_edit.reps == 1
