@@ -410,9 +410,16 @@ def _topic(t: _Tok, p: _Parsed, shared_values: set[str]) -> bool:
     return t.kind == "code" and any(u.key in shared_values for u in p.toks[i + 1:] if _content(u))
 
 
+@lru_cache(maxsize=4096)
+def _words_only(text: str) -> str:
+    """The text lowered, with its punctuation and spacing gone (an add's text meets up to 8
+    candidates, each met again by later adds: done once per text)."""
+    return re.sub(r"[\W_]+", " ", text.lower()).strip()
+
+
 def classify(new: str, old: str, similarity: float) -> Verdict:
     """How `new` relates to `old`: duplicate, conflict, unclear or compatible (see the module docstring)."""
-    if (norm := re.sub(r"[\W_]+", " ", new.lower()).strip()) == re.sub(r"[\W_]+", " ", old.lower()).strip() and norm:
+    if (norm := _words_only(new)) == _words_only(old) and norm:
         return Verdict("duplicate", "same statement")
     a, b = _parse(new), _parse(old)
     if not a.content or not b.content:
