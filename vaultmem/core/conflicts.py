@@ -425,17 +425,17 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
     if not a.content or not b.content:
         return Verdict("compatible", "nothing to compare")
     for p, q in ((a, b), (b, a)):  # "Deploys happen..." at sentence start is the word "deploy", not a name
-        words = {t.key for t in p.content + q.content if t.kind == "word"}
-        for t in [t for t in p.content if t.kind == "weak" and _stem(t.key) in words]:
-            _retyped(p, t, "word", _stem(t.key))
-    keys_b = {t.key for t in b.content}
+        if weak := [t for t in p.content if t.kind == "weak"]:
+            words = {t.key for t in p.content + q.content if t.kind == "word"}
+            for t in [t for t in weak if _stem(t.key) in words]:
+                _retyped(p, t, "word", _stem(t.key))
+    keys_a, keys_b = {t.key for t in a.content}, {t.key for t in b.content}
     only_a = list({t.key: t for t in a.content if t.key not in keys_b}.values())
-    only_b = list({t.key: t for t in b.content if t.key not in {u.key for u in a.content}}.values())
+    only_b = list({t.key: t for t in b.content if t.key not in keys_a}.values())
     for x in [t for t in only_a if t.kind == "date"]:  # "2024-06-14" and "June 14" are the same date
         if y := next((y for y in only_b if y.kind == "date" and _same_date(x.key, y.key)), None):
             only_a.remove(x)
             only_b.remove(y)
-    keys_a = {t.key for t in a.content}
     shared = [t for t in {t.key: t for t in a.content}.values() if t not in only_a]
     if replaced := _replaces(a, b, only_a, only_b, shared):
         return replaced
