@@ -188,6 +188,9 @@ class _Parsed:
     content: list[_Tok]  # what the text asserts: no stopwords, negation cues or retracted values
     neg: int  # negation cues + antonyms; odd = negated
     hedged: bool
+    # The cached parse these lists copy while no token was retyped (`_pairs` is then kept on it).
+    source: _Parsed | None = None
+    pairs: set[tuple[str, str]] | None = None
 
 
 def _value(lw: str, raw: str) -> _Tok | None:
@@ -264,7 +267,7 @@ def _parse(text: str) -> _Parsed:
     candidates, and a bulk add meets the same old texts again and again): fresh lists of
     the cached tokens, which are shared and never changed (`_retyped` copies one)."""
     cached = _parse_once(text)
-    return _Parsed(list(cached.toks), list(cached.content), cached.neg, cached.hedged)
+    return _Parsed(list(cached.toks), list(cached.content), cached.neg, cached.hedged, source=cached)
 
 
 def _retyped(p: _Parsed, t: _Tok, kind: str, key: str) -> None:
@@ -274,6 +277,7 @@ def _retyped(p: _Parsed, t: _Tok, kind: str, key: str) -> None:
     twin.kind, twin.key = kind, key
     p.toks = [twin if u is t else u for u in p.toks]
     p.content = [twin if u is t else u for u in p.content]
+    p.source = None  # its tokens are no longer the cached parse's
 
 
 @lru_cache(maxsize=4096)
@@ -333,6 +337,16 @@ def _around(t: _Tok, p: _Parsed) -> tuple[str | None, str | None]:
 
 
 def _pairs(p: _Parsed) -> set[tuple[str, str]]:
+    """(content word before, content word after) each direction word ("over", "from", "to" ...)
+    stands between; of a text as parsed, found once per text (an add meets 8 candidates)."""
+    if p.source is not None:
+        if p.source.pairs is None:
+            p.source.pairs = _pairs_of(p.source)
+        return p.source.pairs
+    return _pairs_of(p)
+
+
+def _pairs_of(p: _Parsed) -> set[tuple[str, str]]:
     out = set()
     for i, t in enumerate(p.toks):
         if t.kind == "stop" and t.key in DIRECTION:
