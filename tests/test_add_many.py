@@ -591,3 +591,31 @@ def test_an_import_without_the_checks_never_loads_the_recall_engine(vault_dir):
             "print(len(r), 'vaultmem.search.engine' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["3", "False"]
+
+
+def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_the_way(vault, monkeypatch):
+    """A checked import commits the notes that pile up as it goes; merging the index into one
+    segment at each such commit rewrote all of it every LEXICAL_OPTIMIZE notes (a 100k import:
+    20 times). The merge is done once, by the sync that ends the import: one segment, every note in it."""
+    from vaultmem.search import bm25
+    from vaultmem.search import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "LEXICAL_BATCH_WITH_MODEL", 12)
+    monkeypatch.setattr(engine_module, "LEXICAL_OPTIMIZE", 12)
+    commits = []
+    update = bm25.Bm25Index.update
+
+    def counted(self, write, gone, fresh=False, optimize=False, merge=True):
+        commits.append((len(write), optimize))
+        return update(self, write, gone, fresh=fresh, optimize=optimize, merge=merge)
+
+    monkeypatch.setattr(bm25.Bm25Index, "update", counted)
+    items = [{"text": f"Service number {i} of the fleet listens on port {8000 + i}", "namespace": f"fleet/n{i % 7}"}
+             for i in range(45)]
+    results = vault.add_many(items, batch=10)
+    assert all(r.action.startswith("added") for r in results)
+    on_the_way, last = commits[:-1], commits[-1]
+    assert len(on_the_way) >= 2 and all(count > 12 for count, _o in on_the_way)  # several commits of many notes
+    assert not any(optimize for _count, optimize in on_the_way) and last[1]
+    index = engine_module.engine_for(vault).bm25._open()
+    assert len(index._segments()) == 1 and index.doc_count() == 45

@@ -139,6 +139,7 @@ class RecallEngine:
         self._synced_at = 0.0
         self._gen = -1  # the catalog generation the view reflects
         self._lexical_gen = -1  # ... and the BM25 index
+        self._unmerged = False  # a commit of many notes left its merge into one segment to the next
         self._unindexed: dict[str, Note] = {}  # notes the BM25 index does not hold yet
         # How many texts a sync may run the model on before it answers (None: all of them). The
         # watcher bounds it, so a vault's first embedding (minutes at 10k notes) never holds the
@@ -519,7 +520,10 @@ class RecallEngine:
             with self._writing_indexes(lock_wait) as current:
                 if not current:
                     return self._unchanged()
-                indexed = self._update_lexical(catalog, rebuild)
+                # A check's sync indexing the notes that piled up (lexical=False, mid-import) leaves
+                # the merge into one segment to the next full sync (the import's last): merging at
+                # each such commit rewrote the whole index every 5,000 notes of an import.
+                indexed = self._update_lexical(catalog, rebuild, merge_all=lexical or rebuild)
             self._lexical_gen = gen
         self._synced_at = time.monotonic()
         return {"indexed": indexed, "embedded": embedded, "notes": self._view.count}
@@ -664,10 +668,12 @@ class RecallEngine:
         gone = [p for p in have if (p not in hashes if paths is None else self._view.slot(p) is None)]
         return have, hashes, stale, gone
 
-    def _update_lexical(self, catalog, rebuild: bool) -> int:
+    def _update_lexical(self, catalog, rebuild: bool, merge_all: bool = True) -> int:
         """Bring the BM25 index in step with the catalog, in one commit or `commit_every` notes per
         commit: then a process stopped mid-way (a hook over its budget) keeps the chunks it
-        committed, and the next one indexes the rest."""
+        committed, and the next one indexes the rest. More than LEXICAL_OPTIMIZE notes end by
+        merging the index into one segment, or, unless `merge_all`, leave that merge to the next
+        call that allows it (`_unmerged`)."""
         from vaultmem.search.bm25 import document_digest
 
         asked = rebuild
@@ -677,6 +683,7 @@ class RecallEngine:
         pending, removed = catalog.pending_index()
         items = list(pending.items())
         step = self.commit_every or max(1, len(items))
+        many = len(items) > LEXICAL_OPTIMIZE or self._unmerged
         count = 0
         for start in range(0, max(1, len(items)), step):  # once with nothing pending: `removed`
             chunk = dict(items[start:start + step])
@@ -685,9 +692,10 @@ class RecallEngine:
             gone = removed if start == 0 else []
             last = start + step >= len(items)
             count += self.bm25.update(write, gone, fresh=rebuild and start == 0,
-                                      optimize=len(items) > LEXICAL_OPTIMIZE and last, merge=last)
+                                      optimize=merge_all and many and last, merge=last)
             catalog.mark_indexed({path: (gen, digests[path]) for path, (_n, gen, _d) in chunk.items()}, gone)
         catalog.settle_after_indexing(len(items) + len(removed), rebuilt=asked)
+        self._unmerged = many and not merge_all
         self._unindexed = {}
         return count
 
