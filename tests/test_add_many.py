@@ -594,9 +594,9 @@ def test_an_import_without_the_checks_never_loads_the_recall_engine(vault_dir):
 
 
 def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_the_way(vault, monkeypatch):
-    """A checked import commits the notes that pile up as it goes; merging the index into one
-    segment at each such commit rewrote all of it every LEXICAL_OPTIMIZE notes (a 100k import:
-    20 times). The merge is done once, by the sync that ends the import: one segment, every note in it."""
+    """A checked import commits the notes that pile up as it goes, unmerged; the sync that ends
+    the import merges the index into one segment (merged at each commit on the way instead, it
+    ended in two: the merged one and the last notes'), every note in it."""
     from vaultmem.search import bm25
     from vaultmem.search import engine as engine_module
 

@@ -168,7 +168,7 @@ def note_from_row(path: str, note_id: str, note_type: str, namespace: str, statu
 
 
 # A Note is frozen and made from its row alone: the same row (every column, the JSON text
-# included) gives an equal Note, shared. Bounded: a watcher at 100k notes keeps ~6 MB of them.
+# included) gives an equal Note, shared. Bounded: 4,096 of them (~6 MB), whatever the vault's size.
 _recent_note = functools.lru_cache(maxsize=4096)(note_from_row)
 
 
