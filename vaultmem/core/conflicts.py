@@ -167,7 +167,7 @@ FAMILY = {"weak": "name", "time": "num"}
 LABEL = {"num": "numbers", "date": "dates", "day": "days", "name": "names", "code": "values", "quote": "quoted values"}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: the parses kept (_parse_once) hold ~17 a text
 class _Tok:
     key: str
     kind: str  # word stop neg punct | values: num time date day name weak code quote
@@ -177,9 +177,7 @@ class _Tok:
 
     def copy(self) -> _Tok:
         """A shallow copy, without dataclasses.replace's re-validation (classify copies thousands)."""
-        twin = object.__new__(_Tok)
-        twin.__dict__.update(self.__dict__)
-        return twin
+        return _Tok(self.key, self.kind, self.raw, self.flip, self.out)
 
 
 @dataclass
@@ -280,7 +278,10 @@ def _retyped(p: _Parsed, t: _Tok, kind: str, key: str) -> None:
     p.source = None  # its tokens are no longer the cached parse's
 
 
-@lru_cache(maxsize=4096)
+# An import's add meets 8 candidates, older notes of its namespace: of bench/peers.py's 10k,
+# 9,325 texts in 79,287 pairs were parsed 19,900 times with 4,096 kept, 9,437 with 8,192
+# (~2.3 KB each).
+@lru_cache(maxsize=8192)
 def _parse_once(text: str) -> _Parsed:
     text = _FILLER.sub(" ", unicodedata.normalize("NFKC", text))
     toks: list[_Tok] = []
