@@ -619,3 +619,30 @@ def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_t
     assert not any(optimize for _count, optimize in on_the_way) and last[1]
     index = engine_module.engine_for(vault).bm25._open()
     assert len(index._segments()) == 1 and index.doc_count() == 45
+
+
+def test_an_import_into_a_larger_vault_never_merges_its_whole_index(vault, monkeypatch):
+    """An import's last sync commits its notes (and the notes its adds rewrote); merging the
+    index into one segment is for as many notes as the index held (a first indexing, a big
+    import): a few thousand into a vault of 100k merged all of it, 33 s for 2,000 adds."""
+    from vaultmem.search import bm25
+    from vaultmem.search import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "LEXICAL_OPTIMIZE", 12)
+    first = [{"text": f"Service number {i} of the fleet listens on port {8000 + i}", "namespace": f"fleet/n{i % 7}",
+              "merge": False, "supersede": False} for i in range(60)]
+    vault.add_many(first)
+    vault.recall("fleet port", k=1)  # indexed: one commit of 60 notes, merged (the index was empty)
+    commits = []
+    update = bm25.Bm25Index.update
+
+    def counted(self, write, gone, fresh=False, optimize=False, merge=True):
+        commits.append((len(write), optimize))
+        return update(self, write, gone, fresh=fresh, optimize=optimize, merge=merge)
+
+    monkeypatch.setattr(bm25.Bm25Index, "update", counted)
+    more = [{"text": f"Worker number {i} of the batch cluster runs {i % 5 + 2} jobs at once",
+             "namespace": f"batch/n{i % 3}"} for i in range(20)]
+    vault.add_many(more)
+    assert commits and all(count > 12 for count, _o in commits) and not any(o for _c, o in commits)
+    assert engine_module.engine_for(vault).bm25.documents() == 80

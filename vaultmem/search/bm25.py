@@ -172,6 +172,10 @@ class Bm25Index:
             return False
         return True
 
+    def documents(self) -> int:
+        """How many notes the index holds (0 when there is none yet)."""
+        return self._ix.doc_count() if self.exists() else 0
+
     def unusable(self) -> bool:
         """Index files are there but cannot be used (damaged or planted): rebuild them."""
         return self._ix is None and self.folder.is_dir() and any(self.folder.iterdir()) and not self.exists()

@@ -672,9 +672,9 @@ class RecallEngine:
     def _update_lexical(self, catalog, rebuild: bool, merge_all: bool = True) -> int:
         """Bring the BM25 index in step with the catalog, in one commit or `commit_every` notes per
         commit: then a process stopped mid-way (a hook over its budget) keeps the chunks it
-        committed, and the next one indexes the rest. More than LEXICAL_OPTIMIZE notes end by
-        merging the index into one segment, or, unless `merge_all`, leave that merge to the next
-        call that allows it (`_unmerged`)."""
+        committed, and the next one indexes the rest. Many notes (see `many`) end by merging the
+        index into one segment, or, unless `merge_all`, leave that merge to the next call that
+        allows it (`_unmerged`)."""
         from vaultmem.search.bm25 import document_digest
 
         asked = rebuild
@@ -684,7 +684,11 @@ class RecallEngine:
         pending, removed = catalog.pending_index()
         items = list(pending.items())
         step = self.commit_every or max(1, len(items))
-        many = len(items) > LEXICAL_OPTIMIZE or self._unmerged
+        # Many: more than LEXICAL_OPTIMIZE notes, and as many as the index held (a first indexing,
+        # a big import): a merge then costs about what the indexing did. A few thousand notes
+        # rewritten in a vault of 100k merged the whole index: 33 s for an import of 2,000 there.
+        many = (len(items) > LEXICAL_OPTIMIZE and (rebuild or len(items) >= self.bm25.documents())) \
+            or self._unmerged
         count = 0
         for start in range(0, max(1, len(items)), step):  # once with nothing pending: `removed`
             chunk = dict(items[start:start + step])
