@@ -593,15 +593,10 @@ def test_an_import_without_the_checks_never_loads_the_recall_engine(vault_dir):
     assert out == ["3", "False"]
 
 
-def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_the_way(vault, monkeypatch):
-    """A checked import commits the notes that pile up as it goes, unmerged; the sync that ends
-    the import merges the index into one segment (merged at each commit on the way instead, it
-    ended in two: the merged one and the last notes'), every note in it."""
+def _bm25_commits(monkeypatch) -> list[tuple[int, bool]]:
+    """(notes written, merged into one segment) of each BM25 commit from now on."""
     from vaultmem.search import bm25
-    from vaultmem.search import engine as engine_module
 
-    monkeypatch.setattr(engine_module, "LEXICAL_BATCH_WITH_MODEL", 12)
-    monkeypatch.setattr(engine_module, "LEXICAL_OPTIMIZE", 12)
     commits = []
     update = bm25.Bm25Index.update
 
@@ -610,6 +605,18 @@ def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_t
         return update(self, write, gone, fresh=fresh, optimize=optimize, merge=merge)
 
     monkeypatch.setattr(bm25.Bm25Index, "update", counted)
+    return commits
+
+
+def test_an_import_merges_its_bm25_index_once_at_its_end_not_at_each_commit_on_the_way(vault, monkeypatch):
+    """A checked import commits the notes that pile up as it goes, unmerged; the sync that ends
+    the import merges the index into one segment (merged at each commit on the way instead, it
+    ended in two: the merged one and the last notes'), every note in it."""
+    from vaultmem.search import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "LEXICAL_BATCH_WITH_MODEL", 12)
+    monkeypatch.setattr(engine_module, "LEXICAL_OPTIMIZE", 12)
+    commits = _bm25_commits(monkeypatch)
     items = [{"text": f"Service number {i} of the fleet listens on port {8000 + i}", "namespace": f"fleet/n{i % 7}"}
              for i in range(45)]
     results = vault.add_many(items, batch=10)
@@ -625,7 +632,6 @@ def test_an_import_into_a_larger_vault_never_merges_its_whole_index(vault, monke
     """An import's last sync commits its notes (and the notes its adds rewrote); merging the
     index into one segment is for as many notes as the index held (a first indexing, a big
     import): a few thousand into a vault of 100k merged all of it, 33 s for 2,000 adds."""
-    from vaultmem.search import bm25
     from vaultmem.search import engine as engine_module
 
     monkeypatch.setattr(engine_module, "LEXICAL_OPTIMIZE", 12)
@@ -633,14 +639,7 @@ def test_an_import_into_a_larger_vault_never_merges_its_whole_index(vault, monke
               "merge": False, "supersede": False} for i in range(60)]
     vault.add_many(first)
     vault.recall("fleet port", k=1)  # indexed: one commit of 60 notes, merged (the index was empty)
-    commits = []
-    update = bm25.Bm25Index.update
-
-    def counted(self, write, gone, fresh=False, optimize=False, merge=True):
-        commits.append((len(write), optimize))
-        return update(self, write, gone, fresh=fresh, optimize=optimize, merge=merge)
-
-    monkeypatch.setattr(bm25.Bm25Index, "update", counted)
+    commits = _bm25_commits(monkeypatch)
     more = [{"text": f"Worker number {i} of the batch cluster runs {i % 5 + 2} jobs at once",
              "namespace": f"batch/n{i % 3}"} for i in range(20)]
     vault.add_many(more)
