@@ -645,3 +645,36 @@ def test_an_import_into_a_larger_vault_never_merges_its_whole_index(vault, monke
     vault.add_many(more)
     assert commits and all(count > 12 for count, _o in commits) and not any(o for _c, o in commits)
     assert engine_module.engine_for(vault).bm25.documents() == 80
+
+
+def test_an_imports_later_checks_follow_a_text_edited_and_a_note_moved_in_by_hand(vault_dir, monkeypatch):
+    """Between two batches a person rewrites one note's text and moves another into the
+    namespace (its `namespace:` line): the next batch's checks compare with the notes as
+    they are now, though the import keeps its namespaces' vectors from batch to batch
+    (search/blocks.py)."""
+    vault = Vault(vault_dir)
+    adds, done = vault.add, []
+
+    def add_then_edit_by_hand(*args, **kwargs):
+        added = adds(*args, **kwargs)
+        done.append(added.note)
+        if len(done) == 3:  # the first batch's last add (whose check searched "farm"): edits before the second
+            time.sleep(0.05)
+            for note, old, new in ((done[0], "Pump P1 is serviced every March", "Valve V3 opens at dawn"),
+                                   (done[1], "namespace: garden", "namespace: farm")):
+                path = vault_dir / note.path
+                edited = path.with_name(path.name + ".tmp")
+                edited.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+                edited.replace(path)  # saved as editors do: a temp file renamed over the note
+        return added
+
+    monkeypatch.setattr(vault, "add", add_then_edit_by_hand)
+    results = vault.add_many([{"text": "Pump P1 is serviced every March", "namespace": "farm"},
+                              {"text": "Sensor S2 reads humidity every 5 minutes", "namespace": "garden"},
+                              {"text": "The barn door sticks in wet weather", "namespace": "farm"},
+                              {"text": "Valve V3 opens at dusk", "namespace": "farm"},
+                              {"text": "Sensor S2 reads humidity every 5 minutes", "namespace": "farm"},
+                              {"text": "Pump P1 is serviced every March", "namespace": "farm"}], batch=3)
+    assert [r.action for r in results] == ["added", "added", "added", "added", "recurrence", "added"]
+    assert results[3].contested == (done[0].id,)  # the edited note's new text, said otherwise
+    assert results[4].note.id == done[1].id

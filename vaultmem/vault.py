@@ -544,15 +544,16 @@ class Vault:
     @contextmanager
     def _embedding_ahead(self):
         """add_many's texts embedded ahead (`_embed_ahead`), until it returns: what runs them in
-        the background (a second process, search/embed_worker.py) ends with it. (An import
-        without the checks never loads the engine: nothing to end.)"""
+        the background (a second process, search/embed_worker.py) ends with it, as do the
+        namespace blocks its checks searched (search/blocks.py). (An import without the checks
+        never loads the engine: nothing to end.)"""
         try:
             yield
         finally:
             engine_module = sys.modules.get("vaultmem.search.engine")
             engine = engine_module.existing_engine(self) if engine_module is not None else None
             if engine is not None:
-                engine.end_embedding_ahead()
+                engine.end_import()
 
     @contextmanager
     def _indexes_held(self, checked: bool):

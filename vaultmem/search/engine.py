@@ -158,6 +158,7 @@ class RecallEngine:
         self._unembedded: dict[str, None] = {}  # paths, shortest text first (a fill's batch pads little)
         self._recent: dict[str, object] = {}  # text hash -> vector of texts embedded lately
         self._ahead = None  # an import's next texts, embedded in the background (search/ahead.py)
+        self._namespace_blocks = None  # an import's checks' vectors by namespace (search/blocks.py)
         self._terms: dict[str, tuple[Note, frozenset]] = {}  # analysed words of unindexed notes
         self._view = View()
         self._order = SessionOrder()  # the order of each conversation's memories (search/neighbours.py)
@@ -352,12 +353,23 @@ class RecallEngine:
             for first in range(0, len(queue), AHEAD_RUN_TEXTS):  # short runs: a batch waits for its own only
                 self._ahead.start(dict(queue[first:first + AHEAD_RUN_TEXTS]))
 
-    def end_embedding_ahead(self) -> None:
+    def end_import(self) -> None:
         """An import is done: what embed_passages started in the background ends (a second
-        process with the model loaded would otherwise stay for the engine's life)."""
+        process with the model loaded would otherwise stay for the engine's life), and the
+        namespace blocks its checks searched are let go (a copy of the matrix)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.close()
+        self._namespace_blocks = None
+
+    def _blocks(self):
+        """The namespace blocks of the current view and vector store (made anew with either)."""
+        from vaultmem.search.blocks import NamespaceBlocks
+
+        blocks = self._namespace_blocks
+        if blocks is None or blocks.view is not self._view or blocks.store is not self.vectors:
+            blocks = self._namespace_blocks = NamespaceBlocks(self._view, self.vectors)
+        return blocks
 
     # ------------------------------------------------------------ keeping in step
 
@@ -862,8 +874,12 @@ class RecallEngine:
             cosines: dict[str, float] = {}
             if self.vectors is not None:
                 vector = self.embed_passage(text)
-                mask = self._view.mask(namespace, kind, False, exact=True)
-                cosines = self._cosines(vector, mask, limit, lexical)
+                if files:
+                    mask = self._view.mask(namespace, kind, False, exact=True)
+                    cosines = self._cosines(vector, mask, limit, lexical)
+                else:  # an import's check: its namespace's block, not a gather out of the whole matrix
+                    cosines = {self._view.paths[slot]: cosine
+                               for slot, cosine in self._blocks().nearest(vector, namespace, kind, limit)}
                 if self._unembedded:
                     cosines.update(self._cosines_of_unembedded(text, vector, namespace, kind, limit))
             floor = getattr(self.embedder, "min_similarity", 0.0) if self.embedder is not None else 0.0
@@ -1134,7 +1150,7 @@ def forget_engines(vault) -> None:
     in memory no longer matches the catalog (deleted, or a batch's transaction rolled back)."""
     for key in [k for k in _ENGINES if k[0] == str(vault.root)]:
         engine = _ENGINES.pop(key)
-        engine.end_embedding_ahead()
+        engine.end_import()
         engine.vault.forget_catalog()
     vault.forget_catalog()
 

@@ -93,6 +93,7 @@ class VectorStore:
         self.db.executescript(_SCHEMA)
         self._rows = np.zeros((0, 0), dtype=np.float32)  # float32 rows read so far; capacity grows by an eighth
         self._rows_read = 0
+        self.epoch = 0  # moves whenever the rows read so far are dropped: a row number may then mean another vector
         self._file_id: tuple[int, int] | None = None  # (device, inode) of the file those rows came from
         self._read_at: tuple | None = None  # the file's stat when `matrix` last read it
         self._held: _Held | None = None  # rows appended in memory only, while held
@@ -147,6 +148,7 @@ class VectorStore:
         if rows < self._rows_read or dim != self.dim or file_id != self._file_id:
             # Replaced (deleted by hand, or dropped as damaged) or cut: read it again.
             self._rows, self._rows_read, self.dim = np.zeros((0, dim), dtype=np.float32), 0, dim
+            self.epoch += 1
             self._file_id = file_id
         if rows > self._rows_read:
             with open(self.file, "rb") as handle:
@@ -210,6 +212,7 @@ class VectorStore:
             # Not the file the rows were counted from: they are dropped (embedded again when next
             # needed), and the file read again from its start.
             self._rows_read, self._file_id, self._read_at = 0, None, None
+            self.epoch += 1
             return
         if held.vectors:
             self._append(np.vstack(held.vectors), quantized=True)  # at held.file_rows (checked above)
@@ -401,11 +404,21 @@ class VectorStore:
             if mask is not None:
                 scores = np.where(mask, scores, -np.inf)
             positions = None
-        limit = min(limit, len(scores))
-        top = np.argpartition(-scores, limit - 1)[:limit]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(i if positions is None else positions[i]), float(scores[i])) for i in top
-                if np.isfinite(scores[i])]
+        return [(int(i if positions is None else positions[i]), score) for i, score in top_scores(scores, limit)]
+
+
+def top_scores(scores: np.ndarray, limit: int, keys: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """[(index, score)] of the `limit` highest finite scores, best first; equal scores (the
+    same text twice) in the order of `keys` (default: of the indices), the cut included, so
+    the answer does not depend on the order the scores come in."""
+    limit = min(limit, len(scores))
+    if limit <= 0:
+        return []
+    top = np.argpartition(-scores, limit - 1)[:limit]
+    kth = scores[top].min()
+    top = np.flatnonzero(scores >= kth if np.isfinite(kth) else np.isfinite(scores))  # with every tie of the last
+    top = top[np.lexsort((top if keys is None else keys[top], -scores[top]))][:limit]
+    return [(int(i), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
 
 def embed_texts(embedder, texts: dict[str, str]) -> dict[str, np.ndarray]:

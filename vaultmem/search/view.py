@@ -31,6 +31,10 @@ class View:
                         "status": np.zeros(size, np.int32), "row": np.full(size, -1, np.int64),
                         "xrow": np.full(size, -1, np.int64), "alive": np.zeros(size, bool)}
         self._masks: dict = {}
+        # Slots whose namespace or model row changed, in order: what NamespaceBlocks follows. Cut
+        # (and `log_epoch` bumped, so its readers start over) once longer than the view.
+        self.changed_slots: list[int] = []
+        self.log_epoch = 0
 
     @classmethod
     def of(cls, summaries) -> "View":
@@ -68,9 +72,12 @@ class View:
             self._slot[path] = slot
             for name in ROW_FIELDS:
                 self._arrays[name][slot] = -1
+            self._log(slot)
         self.paths[slot], self.ids[slot] = path, note_id
         self._arrays["type"][slot] = self._code("type", kind)
-        self._arrays["namespace"][slot] = self._code("namespace", namespace)
+        if self._arrays["namespace"][slot] != (code := self._code("namespace", namespace)):
+            self._arrays["namespace"][slot] = code
+            self._log(slot)
         self._arrays["status"][slot] = self._code("status", status)
         self._arrays["alive"][slot] = True
         self._masks = {}
@@ -85,11 +92,20 @@ class View:
         self.paths[slot] = self.ids[slot] = None
         self._free.append(slot)
         self._masks = {}
+        self._log(slot)
+
+    def _log(self, slot: int) -> None:
+        self.changed_slots.append(slot)
+        if len(self.changed_slots) > max(4096, len(self.paths)):
+            self.changed_slots = []
+            self.log_epoch += 1
 
     def set_row(self, path: str, row: int, field: str = MODEL_ROW) -> None:
         slot = self._slot.get(path)
-        if slot is not None:
+        if slot is not None and self._arrays[field][slot] != row:
             self._arrays[field][slot] = row
+            if field == MODEL_ROW:
+                self._log(slot)
 
     def row(self, path: str, field: str = MODEL_ROW) -> int | None:
         slot = self._slot.get(path)
@@ -101,6 +117,29 @@ class View:
         """Each slot's vector row (0 where it has none: masked out by `has_row`)."""
         rows = self._arrays[field][: len(self.paths)]
         return np.where(rows >= 0, rows, 0)
+
+    def namespace_code(self, namespace: str) -> int | None:
+        return self._codes["namespace"].get(namespace)
+
+    def placed(self, slot: int) -> tuple[int | None, int]:
+        """A slot's (namespace code, model row); (None, -1) once dropped."""
+        if not self._arrays["alive"][slot]:
+            return None, -1
+        return int(self._arrays["namespace"][slot]), int(self._arrays[MODEL_ROW][slot])
+
+    def members(self, code: int) -> np.ndarray:
+        """The live slots of a namespace (by its code) that have a model row."""
+        n = len(self.paths)
+        return np.flatnonzero(self._arrays["alive"][:n] & (self._arrays["namespace"][:n] == code)
+                              & (self._arrays[MODEL_ROW][:n] >= 0))
+
+    def shown_of_kind(self, slots: np.ndarray, kind: str | None) -> np.ndarray:
+        """Which of `slots` hold a note of `kind` (any kind when None) with a status a recall shows."""
+        shown = np.array([_status_allowed(name, False) for name in self._names["status"]] + [False])
+        allowed = shown[self._arrays["status"][slots]]
+        if kind:
+            allowed &= self._arrays["type"][slots] == self._codes["type"].get(kind, -1)
+        return allowed
 
     def has_row(self, field: str = MODEL_ROW) -> np.ndarray:
         n = len(self.paths)
