@@ -231,3 +231,27 @@ def test_decay_deletes_the_temp_files_a_crash_left_and_nothing_else(vault_dir, m
     assert not crashed.exists()
     assert run.json("health")["leftover_temps"] == []
     assert being_written.exists() and persons.exists()
+
+
+def test_an_adds_few_contests_sync_their_own_files_and_decay_syncs_the_filesystem_once(vault_dir, monkeypatch):
+    """A filesystem sync waits for everything other programs wrote to the disk (a copy, a build):
+    an add's rewrites of the few notes it contests sync those files and their folder instead,
+    each new text on disk before it replaces the note. A batch of many (decay) syncs the
+    filesystem, twice in all."""
+    whole, synced = [], []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files, "sync_filesystem", lambda folder: whole.append(folder))
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or real_fsync(fd))
+    vault = Vault(vault_dir)
+    older = vault.add("Valve V3 opens at dawn", "farm").note
+    synced.clear()
+    added = vault.add("Valve V3 opens at dusk", "farm")
+    assert added.contested == (older.id,) and whole == []
+    assert "contested: true" in (vault_dir / older.path).read_text(encoding="utf-8")
+    temp = next(name for name in synced if Path(name).name.startswith(f".{Path(older.path).name}.")
+                and name.endswith(files.TEMP_SUFFIX))  # the contested note's new text...
+    assert str((vault_dir / older.path).parent) in synced[synced.index(temp):]  # ... then its folder's rename
+    made = _notes(vault_dir, files.SYNC_ONE_BY_ONE + 4)
+    whole.clear()
+    assert len(_decay(vault_dir, monkeypatch, days=30)) >= len(made)
+    assert len(whole) == 2
