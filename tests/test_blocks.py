@@ -92,3 +92,18 @@ def test_blocks_find_what_the_whole_matrix_finds_through_random_changes(seed):
                 found = blocks.nearest(query, namespace, kind, limit)
                 assert [slot for slot, _score in found] == [slot for slot, _score in expected], (step, action)
                 assert np.allclose([s for _slot, s in found], [s for _slot, s in expected], atol=1e-5)
+
+
+def test_an_imports_blocks_and_their_log_of_changes_are_let_go_when_it_ends(vault_dir):
+    """They are a second copy of the rows: a process that goes on serving recalls (a watcher, an
+    MCP server) must not keep them, nor a log of every change after the import."""
+    from vaultmem.search.engine import existing_engine
+    from vaultmem.vault import Vault
+
+    vault = Vault(vault_dir)
+    vault.add_many([{"text": f"Sensor {i} in greenhouse {i % 3} reads humidity every {i + 2} minutes",
+                     "namespace": "farm"} for i in range(12)], batch=5)
+    engine = existing_engine(vault)
+    assert engine._namespace_blocks is None and engine._view.changed_slots is None
+    vault.add("Sensor 40 in greenhouse 1 reads humidity every hour", "farm")
+    assert engine._view.changed_slots is None

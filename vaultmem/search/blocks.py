@@ -55,6 +55,7 @@ class NamespaceBlocks:
 
     def __init__(self, view, store):
         self.view, self.store = view, store
+        view.follow_changes()
         self._blocks: dict[int, _Block] = {}
         self._home: dict[int, int] = {}  # slot -> the namespace code of the block holding it
         self._unread: set[int] = set()  # slots whose row the store has not read yet (see `matrix`)

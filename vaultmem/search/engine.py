@@ -360,7 +360,9 @@ class RecallEngine:
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.close()
-        self._namespace_blocks = None
+        if self._namespace_blocks is not None:
+            self._namespace_blocks.view.follow_changes(False)
+            self._namespace_blocks = None
 
     def _blocks(self):
         """The namespace blocks of the current view and vector store (made anew with either)."""

@@ -31,9 +31,10 @@ class View:
                         "status": np.zeros(size, np.int32), "row": np.full(size, -1, np.int64),
                         "xrow": np.full(size, -1, np.int64), "alive": np.zeros(size, bool)}
         self._masks: dict = {}
-        # Slots whose namespace or model row changed, in order: what NamespaceBlocks follows. Cut
-        # (and `log_epoch` bumped, so its readers start over) once longer than the view.
-        self.changed_slots: list[int] = []
+        # Slots whose namespace or model row changed, in order, while NamespaceBlocks follows them
+        # (`follow_changes`; None otherwise: a watcher's view keeps no log). Cut (and `log_epoch`
+        # bumped, so its reader starts over) once longer than the view.
+        self.changed_slots: list[int] | None = None
         self.log_epoch = 0
 
     @classmethod
@@ -59,7 +60,7 @@ class View:
 
     def put(self, path: str, note_id: str, kind: str, namespace: str, status: str) -> None:
         slot = self._slot.get(path)
-        if slot is None:
+        if new := slot is None:
             slot = self._free.pop() if self._free else len(self.paths)
             if slot == len(self.paths):
                 self.paths.append(None)
@@ -72,10 +73,10 @@ class View:
             self._slot[path] = slot
             for name in ROW_FIELDS:
                 self._arrays[name][slot] = -1
-            self._log(slot)
         self.paths[slot], self.ids[slot] = path, note_id
         self._arrays["type"][slot] = self._code("type", kind)
-        if self._arrays["namespace"][slot] != (code := self._code("namespace", namespace)):
+        code = self._code("namespace", namespace)
+        if new or self._arrays["namespace"][slot] != code:
             self._arrays["namespace"][slot] = code
             self._log(slot)
         self._arrays["status"][slot] = self._code("status", status)
@@ -94,7 +95,14 @@ class View:
         self._masks = {}
         self._log(slot)
 
+    def follow_changes(self, follow: bool = True) -> None:
+        """Keep `changed_slots` from now on (a new log: `log_epoch` moves), or stop keeping it."""
+        self.changed_slots = [] if follow else None
+        self.log_epoch += 1
+
     def _log(self, slot: int) -> None:
+        if self.changed_slots is None:
+            return
         self.changed_slots.append(slot)
         if len(self.changed_slots) > max(4096, len(self.paths)):
             self.changed_slots = []
