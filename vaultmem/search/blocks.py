@@ -75,7 +75,7 @@ class NamespaceBlocks:
         if not block.n:
             return []
         slots = block.slots[: block.n]
-        scores = np.where(self.view.shown_of_kind(slots, kind),
+        scores = np.where(self.view.of_kind_and_status(slots, kind),
                           block.vectors[: block.n] @ vector.astype(np.float32), -np.inf)
         return [(int(slots[i]), score) for i, score in top_scores(scores, limit, keys=slots)]
 

@@ -141,10 +141,10 @@ class View:
         return np.flatnonzero(self._arrays["alive"][:n] & (self._arrays["namespace"][:n] == code)
                               & (self._arrays[MODEL_ROW][:n] >= 0))
 
-    def shown_of_kind(self, slots: np.ndarray, kind: str | None) -> np.ndarray:
-        """Which of `slots` hold a note of `kind` (any kind when None) with a status a recall shows."""
-        shown = np.array([_status_allowed(name, False) for name in self._names["status"]] + [False])
-        allowed = shown[self._arrays["status"][slots]]
+    def of_kind_and_status(self, slots, kind: str | None, include_hidden=False) -> np.ndarray:
+        """Which of `slots` (an index array, or a slice) hold a note of `kind` (any kind when
+        None) with a status the query may return: `mask`'s filter, for these slots only."""
+        allowed = self._codes_where("status", slots, lambda name: _status_allowed(name, include_hidden))
         if kind:
             allowed &= self._arrays["type"][slots] == self._codes["type"].get(kind, -1)
         return allowed
@@ -157,23 +157,20 @@ class View:
         """Which slots a query may return (cached until the notes change)."""
         key = (namespace, kind, include_hidden, exact)
         if key not in self._masks:
-            n = len(self.paths)
-            allowed = self._arrays["alive"][:n].copy()
-            if kind:
-                allowed &= self._arrays["type"][:n] == self._codes["type"].get(kind, -1)
+            every = slice(0, len(self.paths))
+            allowed = self._arrays["alive"][every] & self.of_kind_and_status(every, kind, include_hidden)
             if namespace:
-                allowed &= self._codes_where("namespace", n, lambda name: (
+                allowed &= self._codes_where("namespace", every, lambda name: (
                     name == namespace if exact else in_namespace(name, namespace)))
-            allowed &= self._codes_where("status", n, lambda name: _status_allowed(name, include_hidden))
             self._masks[key] = allowed
         return self._masks[key]
 
-    def _codes_where(self, field: str, n: int, wanted) -> np.ndarray:
-        """Which of the first `n` slots hold a `field` value that `wanted(value)` accepts: one
-        lookup per slot in a table of the codes (np.isin sorts, ~5x slower at 10k notes, and the
-        mask is made again after every change: each of an import's checks)."""
+    def _codes_where(self, field: str, slots, wanted) -> np.ndarray:
+        """Which of `slots` (an index array, or a slice) hold a `field` value that `wanted(value)`
+        accepts: one lookup per slot in a table of the codes (np.isin sorts, ~5x slower at 10k
+        notes, and the mask is made again after every change: each of an import's checks)."""
         table = np.array([bool(wanted(name)) for name in self._names[field]] + [False])
-        return table[self._arrays[field][:n]]
+        return table[self._arrays[field][slots]]
 
 
 def _status_allowed(status: str, include_hidden) -> bool:
