@@ -46,3 +46,52 @@ def test_recall_reads_the_index_in_place(vault_dir):
     readers = getattr(searcher.reader(), "readers", lambda: [searcher.reader()])()
     files = [reader._terms._dbfile.file for reader in readers if hasattr(reader, "_terms")]
     assert files and all(isinstance(f, _ViewReader) for f in files)  # no private copy of the terms
+
+
+def test_an_index_written_remembering_missing_columns_scores_as_plain_whoosh_does(vault_dir, tmp_path):
+    """remember_missing_columns only skips looking again for column files a segment lacks:
+    an index written with it holds what plain Whoosh writes (the same hits and scores, merged
+    or not), and a segment's reader still finds the columns it has."""
+    from whoosh.codec import whoosh3
+
+    from vaultmem.search.bm25 import Bm25Index
+    from vaultmem.search.whoosh_buffers import remember_missing_columns
+
+    rng = random.Random(3)
+    words = "postgres staging port deploy friday backup kafka queue alice bob editor tabs rust".split()
+    vault = Vault(vault_dir)
+    vault.add_many([{"text": " ".join(rng.choices(words, k=9)) + f" item {i}", "namespace": f"ns{i % 3}",
+                     "merge": False, "supersede": False} for i in range(120)])
+    items = [(note.path, note) for note in vault.notes()]
+    queries = ["postgres port", "friday deploy backup", "alice editor tabs", "kafka"]
+
+    def held(index):
+        """Every term with what its postings record (the lengths are what the lookups feed)."""
+        reader = index._current_searcher().reader()
+        terms = []
+        for field, text in reader.all_terms():
+            info = reader.term_info(field, text)
+            postings = reader.postings(field, text)
+            terms.append((field, text, info.doc_frequency(), info.weight(), info.min_length(),
+                          info.max_length(), info.max_weight(), list(postings.all_ids())))
+        return terms, [index.search(q, 20) for q in queries]
+
+    def build(folder):
+        index = Bm25Index(folder)
+        index.update(dict(items[:60]), [], fresh=True, merge=False)
+        index.update(dict(items[60:]), [items[0][0]], merge=False)
+        unmerged = held(index)
+        index.update({}, [items[1][0]], optimize=True)
+        return unmerged, held(index)
+
+    remember_missing_columns()
+    reader = whoosh3.W3PerDocReader
+    patched = reader.has_column
+    try:
+        reader.has_column = patched.__closure__[0].cell_contents  # Whoosh's own
+        plain = build(tmp_path / "plain")
+    finally:
+        reader.has_column = patched
+    assert build(tmp_path / "remembering") == plain
+    assert all(plain[0][1]) and all(plain[1][1])
+    assert any(term[0] == "body" and term[4] > 0 for term in plain[1][0])  # lengths were looked up

@@ -21,7 +21,7 @@ from pathlib import Path
 from vaultmem.core.model import Note
 from vaultmem.search import bm25_arrays
 from vaultmem.search.safe_whoosh import harden
-from vaultmem.search.whoosh_buffers import read_in_place
+from vaultmem.search.whoosh_buffers import read_in_place, remember_missing_columns
 
 SCHEMA_VERSION = 7  # 7: a short key in place of the indexed path and the unused id (10k notes: 5.6 -> 3.4 MB)
 SEARCH_FIELDS = {"title": 2.0, "body": 1.0, "tags": 1.5}
@@ -134,6 +134,14 @@ def document_digest(note: Note) -> bytes:
     return hashlib.blake2b(json.dumps(document(note), sort_keys=True).encode("utf-8"), digest_size=16).digest()
 
 
+def _prepare_whoosh() -> None:
+    """Whoosh as vaultmem uses it: no code run from its files, segments read in place, and
+    a segment's missing columns remembered (each idempotent)."""
+    harden()
+    read_in_place()
+    remember_missing_columns()
+
+
 class Bm25Index:
     """The Whoosh index of one vault, opened once per process and kept open."""
 
@@ -161,8 +169,7 @@ class Bm25Index:
 
         if self._ix is not None:
             return True
-        harden()
-        read_in_place()
+        _prepare_whoosh()
         try:
             if not ((self.folder / "version").is_file()
                     and (self.folder / "version").read_text().strip() == str(SCHEMA_VERSION)):
@@ -185,6 +192,7 @@ class Bm25Index:
 
         if not rebuild and self.exists():
             return self._ix
+        _prepare_whoosh()
         self.close()
         if self.folder.exists():
             shutil.rmtree(self.folder)

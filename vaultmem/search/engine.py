@@ -75,7 +75,7 @@ SAME_SUBJECT_OVERLAP = 0.6
 # one, the check asks only the vectors: new notes wait for the next recall (or the end of
 # add_many) up to the larger bound, which only limits the notes held for that commit.
 LEXICAL_BATCH = 200
-LEXICAL_BATCH_WITH_MODEL = 5000
+LEXICAL_BATCH_WITH_MODEL = 20000
 LEXICAL_OPTIMIZE = 5000  # an indexing of more notes ends by merging the index into one segment
 AHEAD_RUN_TEXTS = 100  # texts per background run of an import (~0.4 s of the model on one core)
 RECENT_VECTORS = 512  # vectors of texts embedded lately, kept for the add that stores them

@@ -1,4 +1,4 @@
-"""Whoosh's segment files read where they lie, not copied.
+"""Whoosh's segment files read where they lie, not copied, and their missing columns remembered.
 
 Whoosh maps a segment file and hands each part of it (terms, postings, lengths)
 to a `BufferFile` over a view of the map; but `BufferFile` then wraps the view
@@ -66,3 +66,30 @@ def read_in_place() -> None:
 
     structfile.BufferFile.__init__ = __init__
     _done = True
+
+
+def remember_missing_columns() -> None:
+    """Make Whoosh remember which columns a segment lacks (idempotent).
+
+    Writing a segment, Whoosh asks for every posting the length of its field in its document;
+    for a field that keeps no lengths (the ID and keyword fields) the answer is a lookup of a
+    column file that is not there, a `stat` each time, and the files of a segment never change:
+    10k notes made 160k such calls, 10-15% of indexing them (2.45 -> 2.15 s)."""
+    from whoosh.codec import whoosh3
+
+    reader = whoosh3.W3PerDocReader
+    if getattr(reader.has_column, "remembers_missing", False):
+        return
+    plain_has_column = reader.has_column
+
+    def has_column(self, fieldname):
+        missing = self.__dict__.setdefault("_missing_columns", set())
+        if fieldname in missing:
+            return False
+        if plain_has_column(self, fieldname):
+            return True
+        missing.add(fieldname)
+        return False
+
+    has_column.remembers_missing = True
+    reader.has_column = has_column
