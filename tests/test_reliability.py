@@ -504,6 +504,25 @@ def test_a_cut_tail_is_caught_even_without_the_cache(vault_dir, run):
     assert run.json("health")["ledger"]["tampering"]
 
 
+def test_a_grade_from_a_clock_ahead_is_not_a_cut_tail(vault_dir, run):
+    """A grade timed later than records written after it (another machine's clock, VAULTMEM_NOW,
+    the demo's simulated days) is on record: verify finds it there and stays quiet. Cutting
+    the ledger before it, even with many records after the grade, is still caught."""
+    vault, note = _graded_vault(vault_dir)  # graded "a day later"
+    os.environ.pop("VAULTMEM_NOW")  # back to today: the next records are earlier than the grade
+    vault.add_many([{"text": f"Service s{i} listens on port {8000 + i}", "namespace": "x"} for i in range(400)])
+    result = run.json("verify")
+    assert result["tampering"] == [] and result["changes"] == []
+    assert not run.json("health")["ledger"]["tampering"]
+
+    ledger = _ledger(vault_dir)
+    lines = ledger.read_text().splitlines(keepends=True)
+    graded_at = next(i for i, line in enumerate(lines) if json.loads(line)["op"] == "grade")
+    ledger.write_text("".join(lines[:graded_at]))  # the grade and the 400 adds after it cut off
+    result = run("verify", expect=4)
+    assert "tampering" in result.output and note.id in result.output
+
+
 def test_an_older_checkout_of_the_ledger_is_not_tampering(vault_dir, run):
     """Shorter ledger, but every note matches its last record: a checkout, not a cut."""
     vault, note = _graded_vault(vault_dir)

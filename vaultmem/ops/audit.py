@@ -100,8 +100,11 @@ def ledger_tampering(vault, changes) -> list[str]:
     three things are checked: the ledger is shorter than vaultmem last saw it
     while notes no longer match their records (a checkout of an older commit
     shortens it too, but then every note matches); the review log holds grades
-    while the ledger is missing or empty; the review log's last grade is later
-    than the ledger's last record (every grade writes both).
+    while the ledger is missing or empty; the ledger lacks the record of the
+    review log's last grade (every grade writes both). That last one is looked
+    for, not judged by its time: a grade made on a machine whose clock runs
+    ahead, or at a time given by VAULTMEM_NOW, may be later than records
+    written after it, and no record is missing then.
     """
     from vaultmem.timefmt import parse_datetime
 
@@ -120,16 +123,56 @@ def ledger_tampering(vault, changes) -> list[str]:
         signs.append(f"ledger.jsonl is {'missing' if not ledger.path.exists() else 'empty'} but reviews.jsonl "
                      "holds grades: the ledger was deleted or emptied")
     elif grades and not empty:
-        last_record = (_last_lines(ledger.path) or [{}])[-1].get("time")
         try:
-            last_grade = parse_datetime(grades[-1].get("review_datetime", ""))
-            cut = last_record is None or last_grade > parse_datetime(last_record)
+            when = parse_datetime(grades[-1].get("review_datetime", ""))
         except (ValueError, TypeError):
-            cut = False
-        if cut:
-            signs.append(f"reviews.jsonl has a grade at {grades[-1].get('review_datetime')}, after the ledger's "
-                         f"last record ({last_record}): the ledger's tail was cut")
+            when = None  # a review line vaultmem did not write: nothing to look for
+        note_id = grades[-1].get("id")
+        if when is not None and isinstance(note_id, str) and not _holds_grade(ledger.path, note_id, when):
+            signs.append(f"reviews.jsonl has a grade of {note_id} at {grades[-1].get('review_datetime')} that "
+                         "ledger.jsonl does not record: the ledger's tail was cut")
     return signs
+
+
+GRADE_TIME_SLACK = 2.0  # seconds between a grade's review-log time and its ledger record's
+
+
+def _holds_grade(ledger_path, note_id: str, when) -> bool:
+    """Whether the ledger records a grade of `note_id` made at `when` (within a second or two:
+    the two lines are written one after the other), or a `re-anchor` after it (the gap is on
+    record). Read from the end, where it almost always is, a block at a time; a ledger whose
+    tail was cut is read to its start."""
+    import json
+
+    from vaultmem.timefmt import parse_datetime
+
+    wanted = f'"{note_id}"'.encode("utf-8")
+    try:
+        with open(ledger_path, "rb") as handle:
+            end = handle.seek(0, 2)
+            carry = b""
+            while end > 0:
+                start = max(0, end - 65536)
+                handle.seek(start)
+                lines = (handle.read(end - start) + carry).split(b"\n")
+                carry = lines.pop(0) if start > 0 else b""  # maybe cut by the block's start
+                for raw in reversed(lines):
+                    if b'"re-anchor"' not in raw and (b'"grade"' not in raw or wanted not in raw):
+                        continue  # most lines: not parsed
+                    try:
+                        record = json.loads(raw)
+                        if record.get("op") == "re-anchor":
+                            return True  # a gap put on record (verify --re-anchor) after what was lost
+                        if (record.get("op") == "grade" and record.get("id") == note_id and
+                                abs((parse_datetime(record.get("time", "")) - when).total_seconds())
+                                <= GRADE_TIME_SLACK):
+                            return True
+                    except (ValueError, TypeError, AttributeError):
+                        continue
+                end = start
+    except FileNotFoundError:
+        return False
+    return False
 
 
 def _last_lines(path, count: int = 1) -> list[dict]:
