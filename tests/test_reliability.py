@@ -509,7 +509,7 @@ def test_a_grade_from_a_clock_ahead_is_not_a_cut_tail(vault_dir, run):
     the demo's simulated days) is on record: verify finds it there and stays quiet. Cutting
     the ledger before it, even with many records after the grade, is still caught."""
     vault, note = _graded_vault(vault_dir)  # graded "a day later"
-    os.environ.pop("VAULTMEM_NOW")  # back to today: the next records are earlier than the grade
+    os.environ["VAULTMEM_NOW"] = "2026-01-06T09:00:00"  # the next records an hour before the grade
     vault.add_many([{"text": f"Service s{i} listens on port {8000 + i}", "namespace": "x"} for i in range(400)])
     result = run.json("verify")
     assert result["tampering"] == [] and result["changes"] == []
