@@ -103,6 +103,22 @@ def test_archive_and_restore_by_hand_keep_the_file_exactly(run, vault_dir):
     run("restore", note["id"], expect=2)
 
 
+def test_a_corrected_memory_archived_and_restored_stays_superseded(run, vault_dir):
+    """Restoring puts a note back as it was: the wrong fact a correction superseded must not
+    come back active, nor rank in recall beside (or above) its correction."""
+    old = run.json("add", "Staging runs Postgres 16", "-n", "work")
+    new = run.json("correct", old["id"], "Staging runs Postgres 17", "--reason", "upgraded")
+    new_id = new.get("id") or new["new"]["id"]
+    run("archive", old["id"])
+    restored = run.json("restore", old["id"])
+    assert restored["status"] == "superseded" and restored["path"] == old["path"]
+    text = (vault_dir / old["path"]).read_text()
+    assert "status: superseded" in text and "superseded_by:" in text
+    hits = [hit["id"] for hit in run.json("recall", "which postgres runs on staging")]
+    assert new_id in hits and old["id"] not in hits
+    assert old["id"] in [hit["id"] for hit in run.json("recall", "which postgres runs on staging", "--all")]
+
+
 def test_obsidian_links_survive_archiving(run, vault_dir):
     """Obsidian resolves [[links]] by file name: names are unique vault-wide, archive included."""
     first = run.json("add", "Same title", "-n", "a")

@@ -843,7 +843,9 @@ class Vault:
 
         The file returns to its old path with its text as it was; only status
         (active), `updated` and the idle-decay anchor change, so a restored
-        memory is not archived again by the next decay.
+        memory is not archived again by the next decay. A note a newer one
+        superseded (its `superseded_by` link is still there) comes back as
+        superseded: restoring it must not put the corrected fact back in recall.
         """
         now = clock.now()
         with self.write_lock():
@@ -851,16 +853,17 @@ class Vault:
 
     def _restore_found(self, note: Note, now: datetime) -> Note:
         """restore() for the note as found: moved back from archive/, or its status made active."""
+        status = "superseded" if note.superseded_by else "active"
         if note.path.startswith(ARCHIVE_DIR + "/"):
             target_rel = note.path[len(ARCHIVE_DIR) + 1:]
             _before, after, _text = self._move(note, target_rel,
-                                               {"status": "active", "updated": now, "decayed": now}, "restore")
+                                               {"status": status, "updated": now, "decayed": now}, "restore")
             append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": target_rel,
                                             "time": clock.format_datetime(now)})
             return after
         if note.status in ("suspended", "archived", "stale"):
             _before, after = self.update_note(
-                note.id, lambda n: {"status": "active", "updated": now, "decayed": now}, op="restore")
+                note.id, lambda n: {"status": status, "updated": now, "decayed": now}, op="restore")
             append_jsonl(self.archive_log, {"op": "restore", "id": note.id, "from": note.path, "to": note.path,
                                             "time": clock.format_datetime(now), "status_before": note.status})
             return after
