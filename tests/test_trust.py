@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from vaultmem.core.note import split_frontmatter
+from vaultmem.errors import BadInput
 from vaultmem.store.ledger import content_hash
 from vaultmem.vault import Vault
 
@@ -98,6 +99,22 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     review = [json.loads(line) for line in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
     assert review[-1]["rating"] == "again" and "IT changed the policy" in review[-1]["comment"]
     run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
+
+
+def test_a_refused_correction_changes_nothing(run, vault_dir):
+    """No text, the same text again, or one over the size limit: refused before the wrong memory
+    is graded, so retrying a mistyped command does not lapse the memory again and again."""
+    from .test_secrets import written
+
+    wrong = run.json("add", "Meeting room A has a projector", "-n", "office")
+    before = written(vault_dir)
+    run("correct", wrong["id"], "", expect=2)
+    result = run("correct", wrong["id"], "Meeting room  A has a projector", expect=2)
+    assert "already says that" in result.stderr
+    with pytest.raises(BadInput, match="over the"):
+        Vault(vault_dir).correct(wrong["id"], "x " * 600_000)  # through the API: no shell's limit
+    assert written(vault_dir) == before
+    assert props(vault_dir, wrong["path"])["status"] == "active"
 
 
 @pytest.mark.real_model
