@@ -678,3 +678,20 @@ def test_an_imports_later_checks_follow_a_text_edited_and_a_note_moved_in_by_han
     assert [r.action for r in results] == ["added", "added", "added", "added", "recurrence", "added"]
     assert results[3].contested == (done[0].id,)  # the edited note's new text, said otherwise
     assert results[4].note.id == done[1].id
+
+
+def test_an_item_add_cannot_take_is_refused_in_its_place_and_the_others_go_in(vault_dir):
+    """add_many answers per item: an item without a namespace, with an unknown keyword or not a
+    dict gets its BadInput where it stands, and no item before or after it is lost."""
+    vault = Vault(vault_dir)
+    results = vault.add_many([
+        {"text": "The first item goes in", "namespace": "m"},
+        {"text": "No namespace here"},
+        {"text": "An unknown keyword", "namespace": "m", "bogus": 1},
+        "not a dict",
+        {"text": "The last item goes in", "namespace": "m"},
+    ])
+    assert [type(r).__name__ for r in results] == ["Added", "BadInput", "BadInput", "BadInput", "Added"]
+    assert "item 2" in str(results[1]) and "namespace" in str(results[1]) and "bogus" in str(results[2])
+    assert all(isinstance(r, BadInput) for r in results[1:4])
+    assert sorted(n.text.strip() for n in vault.notes()) == ["The first item goes in", "The last item goes in"]

@@ -459,7 +459,16 @@ class Vault:
         What it saves is the per-add overhead: texts are embedded in batches for the
         checks, the write lock is taken once per batch, new notes and their ledger
         lines are made durable by one filesystem sync per batch (files.batched_durability),
-        and, with the checks on, the new notes go into the BM25 index in one commit at the end."""
+        and, with the checks on, the new notes go into the BM25 index in one commit at the end.
+        An item that is not a set of `add`'s arguments (no namespace, an unknown keyword) gets
+        a BadInput, as `add` would refuse it, before any is written."""
+        items = list(items)
+        refused = _refusals_of_items(self.add, items)
+        added = iter(self._add_many([item for number, item in enumerate(items) if number not in refused], batch))
+        return [refused[number] if number in refused else next(added) for number in range(len(items))]
+
+    def _add_many(self, items: list[dict], batch: int) -> list[Added | VaultmemError]:
+        """add_many for items that are each a set of add's arguments."""
         from vaultmem.ops.provenance import current_project
 
         here = current_project()  # the same for every item (the working folder's repository): found once
@@ -1112,6 +1121,23 @@ def _read_jsonl(path: Path, note_id: str) -> list[dict]:
     except FileNotFoundError:
         pass
     return found
+
+
+def _refusals_of_items(add: Callable[..., Added], items: list) -> dict[int, BadInput]:
+    """add_many's items that `add` could not even be called with, by position: the error each gets."""
+    import inspect
+
+    signature = inspect.signature(add)
+    refused = {}
+    for number, item in enumerate(items):
+        try:
+            if not isinstance(item, dict):
+                raise TypeError(f"a {type(item).__name__}, not a dict")
+            signature.bind(**item)
+        except TypeError as exc:
+            refused[number] = BadInput(f"item {number + 1}: {exc}; each item holds add's arguments, e.g. "
+                                       "{'text': 'Staging runs Postgres 16', 'namespace': 'work'}")
+    return refused
 
 
 def _wants_checks(item: dict) -> bool:
