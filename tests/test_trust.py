@@ -101,6 +101,29 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
 
 
+def test_a_recorded_note_made_unreadable_fails_strict_verify_and_is_never_recorded_as_gone(run, vault_dir):
+    """A recorded note edited into broken YAML, or overwritten with binary bytes, no longer
+    matches its record: `verify --strict` (CI) fails naming it, and plain verify neither passes
+    it as fine nor records it deleted (its file is there); once fixed, it is recorded as an edit."""
+    kitchen = run.json("add", "The kitchen is cleaned on Fridays", "-n", "office")
+    drill = run.json("add", "The fire drill is on Thursday", "-n", "office")
+    kitchen_file, drill_file = vault_dir / kitchen["path"], vault_dir / drill["path"]
+    good = kitchen_file.read_text()
+    kitchen_file.write_text(good.replace("tier: L1", "tier: [L1"))
+    drill_file.write_bytes(bytes(range(256)) * 2)
+    ledger = vault_dir / ".vaultmem" / "ledger.jsonl"
+    recorded = ledger.read_text()
+    result = run("verify", "--strict", expect=4)
+    assert "unreadable note: " + kitchen["path"] in result.stdout and "broken YAML" in result.stdout
+    assert "unreadable note: " + drill["path"] in result.stdout and "binary" in result.stdout
+    checked = run.json("verify")
+    assert {c["kind"] for c in checked["changes"]} == {"unreadable note"} and checked["recorded"] == 0
+    assert ledger.read_text() == recorded  # nothing recorded as deleted
+    kitchen_file.write_text(good.replace("Fridays", "Fridays and Mondays"))
+    checked = run.json("verify")
+    assert checked["recorded"] == 1 and json.loads(ledger.read_text().splitlines()[-1])["op"] == "external-edit"
+
+
 def test_a_refused_correction_changes_nothing(run, vault_dir):
     """No text, the same text again, or one over the size limit: refused before the wrong memory
     is graded, so retrying a mistyped command does not lapse the memory again and again."""

@@ -57,7 +57,7 @@ def _compare(vault, record: bool, re_anchor: bool = False) -> dict:
         texts[note.id] = (note, text)
     chain = check_chain(vault.ledger.records())
     breaks = [p for p in chain if p.kind != "torn"]
-    changes = check_notes(vault.ledger.state().last, files, catalog.unreadable_ids())
+    changes = check_notes(vault.ledger.state().last, files, catalog.unreadable())
     tampering = ledger_tampering(vault, changes)
     recorded = []
     if tampering and re_anchor:

@@ -662,10 +662,11 @@ class Catalog:
         return list(self.db.execute(
             "SELECT path, problem FROM notes WHERE note IS NULL AND problem IS NOT NULL ORDER BY path"))
 
-    def unreadable_ids(self) -> frozenset[str]:
-        """Ids stated by note files that do not parse (catalogued with their problem)."""
-        return frozenset(note_id for (note_id,) in self.db.execute(
-            "SELECT id FROM notes WHERE note IS NULL AND problem IS NOT NULL") if note_id is not None)
+    def unreadable(self) -> list[tuple[str, str | None, str]]:
+        """(path, the id the file states if any, its problem) of every note file that does not
+        parse: it is there, so the note it held is not gone."""
+        return list(self.db.execute(
+            "SELECT path, id, problem FROM notes WHERE note IS NULL AND problem IS NOT NULL ORDER BY path"))
 
     def paths(self) -> list[str]:
         return [path for (path,) in self.db.execute("SELECT path FROM notes ORDER BY path")]

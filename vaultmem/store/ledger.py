@@ -27,7 +27,7 @@ import hashlib
 import json
 import os
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +62,7 @@ class LedgerState:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # "break", "torn", "unrecorded edit", "untracked note", "missing note"
+    kind: str  # "break", "torn", "unrecorded edit", "untracked note", "missing note", "unreadable note"
     where: str  # "ledger.jsonl line 12" or the note's path
     detail: str
     note_id: str = ""  # the note concerned (none for a break)
@@ -374,11 +374,15 @@ TORN = "an incomplete record (an append cut short by a crash); the chain goes on
 
 
 def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]],
-                unreadable: frozenset[str] = frozenset()) -> list[Problem]:
+                unreadable: Iterable[tuple[str, str | None, str]] = ()) -> list[Problem]:
     """Notes whose text differs from the last recorded hash, notes never recorded,
-    and recorded notes no file holds any more. `files`: id -> (path, content hash);
-    `unreadable`: ids of notes whose file is there but cannot be read now (broken YAML,
-    a merge conflict): not missing, and health names their problem."""
+    recorded notes no file holds any more, and recorded notes whose file is there but
+    cannot be read now. `files`: id -> (path, content hash); `unreadable`: (path, the id
+    the file states or None, its problem) of files that do not parse (broken YAML, a merge
+    conflict, binary bytes): such a note is not missing, and it no longer matches its
+    record either, which nothing can record until the file is fixed."""
+    unreadable_by_id = {note_id: (path, problem) for path, note_id, problem in unreadable if note_id}
+    unreadable_by_path = {path: problem for path, _note_id, problem in unreadable}
     problems = []
     for note_id, (path, digest) in sorted(files.items(), key=lambda item: item[1][0]):
         record = last.get(note_id)
@@ -390,8 +394,16 @@ def check_notes(last: dict[str, dict], files: dict[str, tuple[str, str]],
             problems.append(Problem("unrecorded edit", path, f"{note_id} changed since its last record "
                                                              f"({record.get('op')} at {record.get('time')})", note_id))
     for note_id, record in sorted(last.items()):
-        if note_id not in files and note_id not in unreadable and record.get("content") is not None:
-            problems.append(Problem("missing note", record.get("path") or note_id,
+        if note_id in files or record.get("content") is None:
+            continue
+        recorded_at = record.get("path") or ""
+        path, problem = unreadable_by_id.get(note_id) or (recorded_at, unreadable_by_path.get(recorded_at))
+        if problem is not None:
+            problems.append(Problem("unreadable note", path, f"{note_id} was recorded ({record.get('op')} at "
+                                                             f"{record.get('time')}) but its file cannot be read "
+                                                             f"now: {problem}", note_id))
+        else:
+            problems.append(Problem("missing note", recorded_at or note_id,
                                     f"{note_id} was recorded ({record.get('op')} at {record.get('time')}) "
                                     "but no file holds it now", note_id))
     return problems
