@@ -119,6 +119,21 @@ def test_a_corrected_memory_archived_and_restored_stays_superseded(run, vault_di
     assert old["id"] in [hit["id"] for hit in run.json("recall", "which postgres runs on staging", "--all")]
 
 
+def test_a_note_moved_into_archive_by_hand_is_settled_by_either_command_health_suggests(run, vault_dir):
+    """health names an active note a person moved into archive/ and offers `restore` or `archive`:
+    each must work (archive used to answer "already archived" and change nothing)."""
+    for command, status, folder in (("archive", "archived", "archive/"), ("restore", "active", "memories/")):
+        note = run.json("add", f"Fire drill {command} test is on Thursday", "-n", "office")
+        moved = vault_dir / "archive" / note["path"]
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        (vault_dir / note["path"]).rename(moved)
+        problems = run.json("health")["problems"]
+        assert any(f"vaultmem {command} {note['id']}" in p["problem"] for p in problems)
+        settled = run.json(command, note["id"])
+        assert settled["status"] == status and settled["path"].startswith(folder)
+        assert not any(note["id"] in p["problem"] for p in run.json("health")["problems"])
+
+
 def test_obsidian_links_survive_archiving(run, vault_dir):
     """Obsidian resolves [[links]] by file name: names are unique vault-wide, archive included."""
     first = run.json("add", "Same title", "-n", "a")

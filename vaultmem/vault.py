@@ -762,7 +762,15 @@ class Vault:
 
         def archive_found(note: Note) -> Note:
             if note.path.startswith(ARCHIVE_DIR + "/"):
-                raise BadInput(f"{note.id} is already archived ({note.path})")
+                if note.status == "archived":
+                    raise BadInput(f"{note.id} is already archived ({note.path})")
+                # Moved into archive/ by hand: its status says so too now (health suggests this).
+                _before, after = self.update_note(note.id, lambda n: {"status": "archived"}, op="archive",
+                                                  detail={"reason": reason})
+                append_jsonl(self.archive_log, {"op": "archive", "id": note.id, "from": note.path, "to": note.path,
+                                                "reason": reason, "time": clock.format_datetime(clock.now()),
+                                                "status_before": note.status})
+                return after
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
         with self.write_lock():
