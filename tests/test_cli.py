@@ -98,6 +98,13 @@ def test_prompt_puts_durable_tiers_first_and_respects_the_budget(run):
     assert len(small["text"]) <= 400 and small["memories"][0]["id"] == high["id"]
 
 
+def test_prompt_says_when_its_budget_holds_no_memory_instead_of_no_memories_yet(run):
+    run("add", " ".join(["The deployment checklist includes a step"] * 12), "-n", "x")
+    result = run("prompt", "--max-tokens", "50")
+    assert "none of the 1 memories fits in 50 tokens" in result.stdout and "no memories yet" not in result.stdout
+    assert "deployment checklist" in run("prompt").stdout
+
+
 def test_broken_note_is_reported_by_health_and_skipped_by_recall(run, vault_dir):
     good = run.json("add", "Healthy memory about kubernetes", "-n", "x")
     bad = vault_dir / "memories" / "x" / "broken.md"
