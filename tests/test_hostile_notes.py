@@ -166,12 +166,13 @@ def test_a_property_written_twice_is_refused_naming_the_key_and_lines(run, vault
 @pytest.mark.parametrize("line, expected", [
     ("reps: .inf", "'reps' is inf, expected a whole number"),
     ("strength: .nan", "'strength' is nan, expected a number"),
-    ("due: 2026-02-30", "broken YAML frontmatter (day is out of range for month)"),
+    ("due: 2026-02-30", "broken YAML frontmatter in property 'due' (line 3) (day is out of range for month)"),
     ("due: [2026-01-01]", "'due' is [datetime.date(2026, 1, 1)], expected a datetime"),
     ("tags: {a: 1}", "'tags' is {'a': 1}, expected a list of words"),
     ("projects: [[a, b]]", "'projects' is [['a', 'b']], expected a list of words"),
     ("lapses: 1e999", "'lapses' is '1e999', expected a whole number"),
-    ("stability: !!float abc", "broken YAML frontmatter (could not convert string to float: 'abc')"),
+    ("stability: !!float abc", "broken YAML frontmatter in property 'stability' (line 3) (could not convert string "
+                               "to float: 'abc')"),
 ])
 def test_a_value_of_the_wrong_kind_is_one_problem_not_a_crash(vault, vault_dir, line, expected):
     path = vault_dir / "memories" / "x" / "odd.md"

@@ -240,11 +240,24 @@ def _load_with_yaml(block: str, path) -> Frontmatter:
                         "fix the frontmatter by hand; vaultmem will not touch this file until then") from None
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
         # what the constructor raises for a value YAML's grammar allows: a 30th of February
-        raise NoteError(path, f"broken YAML frontmatter ({str(exc).splitlines()[0] if str(exc) else 'bad value'})",
+        why = str(exc).splitlines()[0] if str(exc) else "bad value"
+        raise NoteError(path, f"broken YAML frontmatter{_unreadable_value(loader, node)} ({why})",
                         "fix the frontmatter by hand; vaultmem will not touch this file until then") from None
     finally:
         loader.dispose()
     return Frontmatter({str(k): v for k, v in data.items()}, keys, editable)
+
+
+def _unreadable_value(loader, node) -> str:
+    """' in property due (line 9)': which value of a mapping the constructor refused, for the error
+    (or '' when it cannot be told)."""
+    for key_node, value_node in getattr(node, "value", ()):
+        try:
+            loader.construct_object(value_node, deep=True)
+        except (ValueError, TypeError, OverflowError, RecursionError, yaml.YAMLError):
+            name = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            return f" in property {_shown(name)} (line {key_node.start_mark.line + 2})"
+    return ""
 
 
 def _shown(value) -> str:
