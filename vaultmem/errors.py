@@ -7,7 +7,7 @@ and the fix.
     ├── BadInput (exit 2)           a bad rating, date, option or argument
     │   └── SecretFound (exit 2)    the text holds a secret or personal data; nothing was written
     ├── NoteError (exit 2)          a note file that cannot be read (broken YAML, binary, too big)
-    ├── ConflictError (exit 3)      a file kept changing under a write; nothing was written
+    ├── ConflictError (exit 3)      a file kept changing under a write, or one is in a move's way; nothing written
     ├── ModelUnavailable (exit 2)   the embedding model cannot be loaded (recall falls back to BM25)
     ├── UnsafeSocket (exit 2)       the watcher's socket folder is not this user's alone; `watch` refuses it
     └── LockTimeout (exit 75)       another process held the vault's write lock past the wait
