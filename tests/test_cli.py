@@ -240,6 +240,20 @@ def test_bad_config_is_reported_with_the_file(vault_dir):
     assert result.returncode == 2 and "config.yaml" in result.stderr and "strength.intial" in result.stderr
 
 
+@pytest.mark.parametrize("setting, expected", [
+    ("recall:\n  top_k: 0\n", "recall.top_k should be from 1 to 1000, got 0"),
+    ("strength:\n  initial: 5\n", "strength.initial should be from 0.0 to 1.0, got 5"),
+    ("notes:\n  max_note_bytes: 12.5\n", "notes.max_note_bytes should be a whole number, got 12.5"),
+    ("scheduling:\n  desired_retention: .nan\n", "scheduling.desired_retention should be from 0.01 to 0.99"),
+])
+def test_a_config_value_out_of_its_range_is_refused_naming_it(vault_dir, setting, expected):
+    """A value that would make vaultmem silently useless (every recall empty) or write notes
+    out of their documented range is an error naming the setting, not a quiet default."""
+    (vault_dir / ".vaultmem" / "config.yaml").write_text(setting)
+    result = run_process("--vault", str(vault_dir), "recall", "anything", check=False)
+    assert result.returncode == 2 and expected in result.stderr and "config.yaml" in result.stderr
+
+
 def test_reading_commands_never_write_notes(run, vault_dir):
     note = run.json("add", "Read-only check", "-n", "x")
     path = vault_dir / note["path"]

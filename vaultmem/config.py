@@ -176,19 +176,42 @@ def load_config(path: Path) -> Config:
             if key not in keys:
                 raise BadInput(f"{path}: unknown key {section}.{key}; known: {', '.join(keys)}")
             name = keys[key]
-            changes[name] = _coerce(path, f"{section}.{key}", value, types[name])
+            changes[name] = _coerce(path, f"{section}.{key}", value, types[name], name)
     return replace(Config(), **changes)
 
 
-def _coerce(path: Path, key: str, value, type_name: str):
-    converters = {"float": float, "int": int, "str": str, "bool": _boolean, "float | None": _score_or_auto,
+# The values a number setting may take (inclusive): outside them a setting would make vaultmem
+# silently useless (recall.top_k 0 answers nothing) or write notes out of their documented range.
+_RANGES = {
+    "desired_retention": (0.01, 0.99), "maximum_interval_days": (1, None), "leech_lapses": (1, None),
+    "strength_initial": (0.0, 1.0), "strength_reward": (0.0, 1.0), "strength_decay": (0.0, 1.0),
+    "strength_idle_days": (0.01, None), "strength_floor": (0.0, 1.0), "stale_after_days": (0.01, None),
+    "stale_per_use": (0.0, None), "archive_after_floor_days": (0.0, None), "recall_top_k": (1, 1000),
+    "max_note_bytes": (1024, None), "l1_sessions": (1, None), "l2_sessions": (1, None),
+    "l2_sessions_explicit": (1, None), "l2_days": (1, None), "l3_projects": (1, None), "l3_days_held": (0.0, None),
+}
+
+
+def _coerce(path: Path, key: str, value, type_name: str, name: str = ""):
+    converters = {"float": float, "int": _whole, "str": str, "bool": _boolean, "float | None": _score_or_auto,
                   "CrossLingual": _crosslingual}
     try:
-        return converters[type_name](value)
-    except (TypeError, ValueError):
-        wanted = {"float | None": "number from 0 to 1, or auto",
+        coerced = converters[type_name](value)
+    except (TypeError, ValueError, OverflowError):
+        wanted = {"float | None": "number from 0 to 1, or auto", "float": "number", "int": "whole number",
                   "CrossLingual": "value: " + " or ".join(CROSSLINGUAL_VALUES)}.get(type_name, type_name)
         raise BadInput(f"{path}: {key} should be a {wanted}, got {value!r}") from None
+    low, high = _RANGES.get(name, (None, None))
+    if (low is not None and not coerced >= low) or (high is not None and not coerced <= high):
+        span = f"from {low} to {high}" if high is not None else f"at least {low}"
+        raise BadInput(f"{path}: {key} should be {span}, got {value!r}")
+    return coerced
+
+
+def _whole(value) -> int:
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise ValueError(value)
+    return int(value)
 
 
 def _score_or_auto(value) -> float | None:
