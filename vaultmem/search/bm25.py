@@ -154,6 +154,7 @@ class Bm25Index:
         self._searcher = None
         self._filter_cache: dict = {}
         self._filter_cache_for = None
+        self._stats = None  # bm25_arrays.LiveStatistics of the searcher the filters are for
         self._segment_arrays: dict = {}  # bm25_arrays.SegmentArrays by segment reader, kept across searchers
 
     @property
@@ -273,8 +274,7 @@ class Bm25Index:
         """
         from whoosh import query as q
 
-        if self._filter_cache_for is not searcher:
-            self._filter_cache, self._filter_cache_for = {}, searcher
+        self._for_searcher(searcher)
         key = (namespace, kind, statuses)
         if key not in self._filter_cache:
             allow_parts = []
@@ -292,10 +292,21 @@ class Bm25Index:
             self._filter_cache[key] = (allow, exclude, bm25_arrays.keep_mask(searcher.doc_count_all(), allow, exclude))
         return self._filter_cache[key]
 
+    def _for_searcher(self, searcher) -> None:
+        """Start the caches kept for one searcher (filters, live statistics) when it is a new one."""
+        if self._filter_cache_for is not searcher:
+            bm25_arrays.forget_merged(searcher, self._segment_arrays)
+            self._filter_cache, self._filter_cache_for = {}, searcher
+            self._stats = bm25_arrays.LiveStatistics(searcher, self._segment_arrays)
+
+    def _statistics(self, searcher) -> bm25_arrays.LiveStatistics:
+        self._for_searcher(searcher)
+        return self._stats
+
     def term_weights(self, terms: list[str]) -> dict[str, float]:
         """The IDF of each of `terms` in the index, as `search`'s coverage weighs them ({} without one)."""
         searcher = self._current_searcher()
-        return {} if searcher is None else _term_weights(searcher, terms)
+        return {} if searcher is None else _term_weights(searcher, self._statistics(searcher), terms)
 
     def search(self, query: str, limit: int, namespace: str | None = None, kind: str | None = None,
                statuses: tuple[str, ...] | None = None) -> list[tuple[str, float, float]]:
@@ -318,12 +329,13 @@ class Bm25Index:
         allow, exclude, keep = self._filters(searcher, namespace, kind, statuses)
         if allow is not None and not allow:
             return []  # nothing passes the filter (Whoosh would read an empty set as no filter)
-        top = bm25_arrays.top_scores(searcher, self._segment_arrays, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1, keep)
+        stats = self._statistics(searcher)
+        top = bm25_arrays.top_scores(stats, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1, keep)
         if top is None:  # postings this version of Whoosh lays out otherwise: its own (slower) search
             clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
             results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude)
             top = [(hit.docnum, float(hit.score)) for hit in results]
-        weights = _term_weights(searcher, terms)
+        weights = _term_weights(searcher, stats, terms)
         total = sum(weights.values())
         held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
         return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
@@ -351,15 +363,21 @@ def _terms_held(searcher, docnums: list[int], terms: list[str]) -> dict[int, set
     return held
 
 
-def _term_weights(searcher, terms: list[str]) -> dict[str, float]:
-    """IDF of each query term in the vault; a term no note uses gets the largest IDF."""
+def _term_weights(searcher, stats: bm25_arrays.LiveStatistics, terms: list[str]) -> dict[str, float]:
+    """IDF of each query term among the notes the index holds; a term no note uses gets the
+    largest IDF. (Whoosh's own counts, which include deleted documents, where the live ones
+    cannot be read.)"""
     import math
 
-    count = max(searcher.doc_count(), 1)
+    def frequency(field: str, term: str) -> int:
+        live = stats.doc_frequency(field, term)
+        return searcher.doc_frequency(field, term) if live is None else live
+
+    count = max(stats.count, 1)
     weights = {}
     for term in terms:
-        frequency = max((searcher.doc_frequency(field, term) for field in SEARCH_FIELDS), default=0)
-        weights[term] = math.log(1 + count / (frequency or 1)) if frequency else math.log(1 + count)
+        most = max((frequency(field, term) for field in SEARCH_FIELDS), default=0)
+        weights[term] = math.log(1 + count / (most or 1)) if most else math.log(1 + count)
     return weights
 
 

@@ -5,10 +5,14 @@ of a few common words visits tens of thousands of postings through a tree of
 matcher objects, most of a recall's time. Here each term's postings are read a
 block at a time (ids and weights come out of a block as arrays), scored with
 the same formula, statistics and field lengths Whoosh uses, and summed into one
-array per segment; the top `limit` come from a partition. Same scores as
-Whoosh's (up to the order of float additions), and the exact top N: Whoosh's own,
-which skips blocks of postings, missed better-scoring notes in 5 of 110 queries
-at 100k notes.
+array per segment; the top `limit` come from a partition. The formula is Whoosh's
+BM25F; the exact top N, where Whoosh's own, which skips blocks of postings, missed
+better-scoring notes in 5 of 110 queries at 100k notes.
+
+The statistics are those of the notes the index holds now (`LiveStatistics`):
+Whoosh keeps a deleted document in its counts and length totals until a merge,
+so an index that lived through edits scored otherwise than one built afresh
+from the same notes, and deleting the cache changed recall's scores.
 
 It reads the postings through attributes of Whoosh's W3 codec that are not
 public API: `top_scores` returns None for anything it does not recognise (another
@@ -18,6 +22,7 @@ codec, another matcher class), and the caller falls back to Whoosh's search.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -47,6 +52,63 @@ class SegmentArrays:
         if field not in self._lengths:
             self._lengths[field] = _field_lengths(self.reader, field, self.size)
         return self._lengths[field]
+
+
+class LiveStatistics:
+    """One searcher's BM25 statistics over the documents alive in it, each computed once: how
+    many there are, each field's mean length (from the lengths as stored, the ones scoring
+    uses), each term's document frequency. What an index built afresh from the same notes
+    says, whatever documents it deleted on the way."""
+
+    def __init__(self, searcher, segments: dict):
+        self.leaves = []
+        for sub, offset in searcher.leaf_searchers():
+            reader = sub.reader()
+            arrays = segments.get(id(reader))
+            if arrays is None or arrays.reader is not reader:
+                arrays = segments[id(reader)] = SegmentArrays(reader)
+            self.leaves.append((reader, offset, arrays))
+        self.count = int(sum(arrays.alive.sum() for _r, _o, arrays in self.leaves))
+        self._mean: dict[str, float | None] = {}
+        self._frequency: dict[tuple[str, str], int | None] = {}
+
+    def mean_length(self, field: str) -> float | None:
+        if field not in self._mean:
+            total = 0.0
+            for _reader, _offset, arrays in self.leaves:
+                lengths = arrays.lengths(field)
+                if lengths is None:
+                    self._mean[field] = None
+                    return None
+                total += float(lengths[arrays.alive].sum())
+            self._mean[field] = total / self.count if self.count else 1.0
+        return self._mean[field]
+
+    def doc_frequency(self, field: str, term: str) -> int | None:
+        """Alive documents holding `term` in `field` (None: postings this module cannot read)."""
+        key = (field, term)
+        if key not in self._frequency:
+            count = 0
+            for reader, _offset, arrays in self.leaves:
+                if (field, term) not in reader:
+                    continue
+                if arrays.alive.all():
+                    count += reader.doc_frequency(field, term)
+                    continue
+                postings = _postings(reader, field, term)
+                if postings is None:
+                    self._frequency[key] = None
+                    return None
+                count += int(arrays.alive[postings[0]].sum())
+            self._frequency[key] = count
+        return self._frequency[key]
+
+    def idf(self, field: str, term: str) -> float | None:
+        """Whoosh's BM25F inverse document frequency, over the alive documents."""
+        frequency = self.doc_frequency(field, term)
+        if frequency is None:
+            return None
+        return math.log(self.count / (frequency + 1)) + 1 if self.count else 0.0  # (none alive: none scored)
 
 
 def _field_lengths(reader, field: str, size: int) -> np.ndarray | None:
@@ -116,22 +178,21 @@ def keep_mask(size: int, allow: set | None, exclude: set | None) -> np.ndarray |
     return keep
 
 
-def top_scores(searcher, segments: dict, fields, terms: list[str], limit: int, B: float, K1: float,
+def forget_merged(searcher, segments: dict) -> None:
+    """Let go of the SegmentArrays of segments `searcher` no longer has (merged away)."""
+    current = {id(sub.reader()) for sub, _offset in searcher.leaf_searchers()}
+    for gone in [key for key in segments if key not in current]:
+        del segments[gone]
+
+
+def top_scores(stats: LiveStatistics, fields, terms: list[str], limit: int, B: float, K1: float,
                keep: np.ndarray | None) -> list[tuple[int, float]] | None:
     """[(document number, BM25F score)] of the `limit` best documents holding any of
     `terms` in any of `fields`, best first (ties: lower number first, as Whoosh), among
-    those `keep` lets through (keep_mask). None when a segment cannot be read this way.
-    `segments` caches SegmentArrays by segment reader for the life of `searcher`."""
+    those `keep` lets through (keep_mask), scored with the searcher's live statistics
+    (`stats`). None when a segment cannot be read this way."""
     best_numbers, best_scores = [], []
-    leaves = searcher.leaf_searchers()
-    current = {id(sub.reader()) for sub, _offset in leaves}
-    for gone in [key for key in segments if key not in current]:
-        del segments[gone]  # segments merged away: let their readers go
-    for sub, offset in leaves:
-        reader = sub.reader()
-        arrays = segments.get(id(reader))
-        if arrays is None or arrays.reader is not reader:
-            arrays = segments[id(reader)] = SegmentArrays(reader)
+    for reader, offset, arrays in stats.leaves:
         scores = np.zeros(arrays.size)
         for field in fields:
             for term in terms:
@@ -139,13 +200,12 @@ def top_scores(searcher, segments: dict, fields, terms: list[str], limit: int, B
                     continue
                 postings = _postings(reader, field, term)
                 lengths = arrays.lengths(field)
-                if postings is None or lengths is None:
+                idf, mean = stats.idf(field, term), stats.mean_length(field)
+                if postings is None or lengths is None or idf is None or mean is None:
                     return None
                 ids, tf = postings
-                # The statistics are the whole index's (the top searcher's), as BM25FScorer takes them.
-                idf = searcher.idf(field, term)
-                avgfl = searcher.avg_field_length(field) or 1
-                scores[ids] += idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * lengths[ids] / avgfl)))
+                mean = mean or 1
+                scores[ids] += idf * ((tf * (K1 + 1)) / (tf + K1 * ((1 - B) + B * lengths[ids] / mean)))
         eligible = (scores > 0) & arrays.alive
         if keep is not None:
             eligible &= keep[offset:offset + arrays.size]
