@@ -134,6 +134,23 @@ def test_a_note_moved_into_archive_by_hand_is_settled_by_either_command_health_s
         assert not any(note["id"] in p["problem"] for p in run.json("health")["problems"])
 
 
+def test_health_names_a_supersede_link_a_hand_rename_broke_and_a_linked_folder(run, vault_dir, tmp_path):
+    """Two things a person can do by hand that vaultmem cannot follow: rename the newer note of a
+    correction (its old note's link then names nothing) and link a folder into memories/ (its
+    notes are not seen). health names both instead of saying all is well."""
+    old = run.json("add", "The API rate limit is 100 requests per minute", "-n", "w")
+    new = run.json("correct", old["id"], "The API rate limit is 200 requests per minute")
+    new_path = vault_dir / (new.get("path") or new["new"]["path"])
+    assert not run.json("health")["problems"]
+    new_path.rename(new_path.with_name("rate-limit.md"))
+    outside = tmp_path / "elsewhere"
+    (outside / "x").mkdir(parents=True)
+    (vault_dir / "memories" / "linked").symlink_to(outside)
+    problems = {p["path"]: p["problem"] for p in run.json("health")["problems"]}
+    assert "superseded_by links to" in problems[old["path"]] and "no note is named" in problems[old["path"]]
+    assert "not seen" in problems["memories/linked"]
+
+
 def test_obsidian_links_survive_archiving(run, vault_dir):
     """Obsidian resolves [[links]] by file name: names are unique vault-wide, archive included."""
     first = run.json("add", "Same title", "-n", "a")

@@ -541,7 +541,8 @@ def health(out, vault_path):
     from vaultmem.core.health import health_report
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.client import watcher_status
-    from vaultmem.store.files import kept_aside, leftover_temps
+    from vaultmem.store.catalog import NOTE_FOLDERS
+    from vaultmem.store.files import kept_aside, leftover_temps, linked_folders
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
@@ -549,8 +550,11 @@ def health(out, vault_path):
     ledger_check = vault.verify(record=False)  # reads without the write lock if a stuck process holds it
     aside = [(note, f"a save made while vaultmem wrote it is kept beside it in {name}: copy what you need "
                     "from it into the note, then delete that file") for note, name in kept_aside(vault.root)]
-    report = health_report(catalog.notes, [*catalog.problems, *aside], clock_now(), vault.config, ledger_check,
-                           status)
+    linked = [(folder, "is a link to another folder, which vaultmem does not follow: the notes in it are not "
+                       "seen; move them into a real folder of the vault") for folder in linked_folders(vault.root,
+                                                                                       NOTE_FOLDERS)]
+    report = health_report(catalog.notes, [*catalog.problems, *aside, *linked], clock_now(), vault.config,
+                           ledger_check, status)
     report["recall"] = status
     report["write_lock"] = ledger_check.get("write_lock")
     report["watcher"] = watcher = watcher_status(str(vault.root))

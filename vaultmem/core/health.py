@@ -43,6 +43,12 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
             where = "archive/" if in_archive else "outside archive/"
             problems.append({"path": note.path, "problem": f"status is {note.status} but the file is {where}; "
                              f"run `vaultmem restore {note.id}` or `vaultmem archive {note.id}`"})
+    links = {n.link for n in notes}
+    for note in notes:
+        for name, link in (("superseded_by", note.superseded_by), ("supersedes", note.supersedes)):
+            if link and link not in links:
+                problems.append({"path": note.path, "problem": f"{name} links to {link}, which no note is named "
+                                 "now (a file renamed or deleted by hand?); point the link at the note's name"})
     leeches = sorted(n.id for n in notes if n.lapses >= config.leech_lapses)
     due = [n for n in visible if n.due <= now]
     by_link = {n.link: n for n in notes}

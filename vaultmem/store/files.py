@@ -14,7 +14,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,6 +242,18 @@ def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int
         except OSError:
             continue
     return removed
+
+
+def linked_folders(root: Path, note_folders: Iterable[str]) -> list[str]:
+    """Vault-relative paths of the links to folders inside the note folders: vaultmem follows no
+    link (a note there would be written, or matched, somewhere nobody chose), so the notes in
+    them are not seen; `health` says so rather than leave them silently out."""
+    found = []
+    for top in note_folders:
+        for folder, dirs, _names in os.walk(root / top):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            found += [Path(folder, d).relative_to(root).as_posix() for d in dirs if os.path.islink(Path(folder, d))]
+    return sorted(found)
 
 
 def _hidden_files(root: Path, wanted: Callable[[str], bool]) -> Iterator[tuple[str, str]]:
