@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -130,6 +132,17 @@ def test_oversized_note_is_skipped_with_the_limit_named(run, vault_dir):
     big.write_text("word " * 300_000)
     problems = run.json("health")["problems"]
     assert "max_note_bytes" in problems[0]["problem"]
+
+
+def test_add_dash_reads_the_text_from_standard_input(vault_dir):
+    """`vaultmem add - -n x` takes the text another program pipes in, not the text "-"."""
+    text = "The on-call handbook says: page the secondary after 10 minutes without an ack.\nEscalate after 30."
+    result = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), "--json", "add", "-",
+                             "-n", "ops"], input=text, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    note = json.loads(result.stdout)
+    body = (vault_dir / note["path"]).read_text().split("---\n", 2)[2]
+    assert body.strip() == text and not note["path"].endswith("/note.md")
 
 
 def test_init_on_existing_obsidian_vault_adds_only_what_is_missing(tmp_path):

@@ -144,7 +144,8 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
     The same memory again counts as a recurrence (evidence for promotion), a
     clear contradiction of an older memory in the namespace supersedes it, an
     unclear one marks both contested; `vaultmem conflicts TEXT` shows which
-    without writing. Secrets are refused unless --redact.
+    without writing. Secrets are refused unless --redact. TEXT `-` reads the
+    text from standard input (a long text, or one another program writes).
 
     Example: vaultmem add "Deploys go through the staging branch" -n work --tags deploy
     """
@@ -152,6 +153,8 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
     from vaultmem.ops.provenance import current_project, current_session
     from vaultmem.service.writes import added_data, send_write
 
+    if text == "-":
+        text = click.get_text_stream("stdin").read()
     check_namespace(namespace)
     _parse_created(created)
     args = dict(text=text, namespace=namespace, tags=_split_tags(tags), source=source, created=created, tier=tier,
