@@ -147,8 +147,9 @@ def test_a_bad_min_score_in_config_is_a_clear_error(run, vault_dir, value):
     assert "recall.min_score" in result.output and "number from 0 to 1, or auto" in result.output
 
 
-def test_min_score_out_of_range_on_the_command_line_is_bad_usage(run):
-    assert "--min-score" in run("recall", "x", "--min-score", "2", expect=2).output
+@pytest.mark.parametrize("value", ["2", "-0.5", "nan", "inf"])
+def test_min_score_out_of_range_on_the_command_line_is_bad_usage(run, value):
+    assert "--min-score" in run("recall", "x", "--min-score", value, expect=2).output
 
 
 @pytest.mark.real_model

@@ -8,6 +8,7 @@ the command's -q where that place can see it (the context's shared `meta`).
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sqlite3
 
@@ -44,6 +45,17 @@ class VaultmemGroup(click.Group):
                       "`vaultmem reindex` to make it again from the notes, which are untouched", EXIT_INTERNAL)
             _fail(ctx, f"internal error: {type(exc).__name__}: {exc} (set VAULTMEM_DEBUG=1 for the traceback)",
                   EXIT_INTERNAL)
+
+
+class Number(click.FloatRange):
+    """click's FloatRange, refusing nan and infinity too: every comparison with nan is false,
+    so a plain range let `--min-score nan` through."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if number is not None and not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def _fail(ctx, message: str, code: int):

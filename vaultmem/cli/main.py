@@ -18,6 +18,7 @@ import click
 
 from vaultmem.cli.common import (  # noqa: F401 - shared with the command modules
     NOTE_HEADERS,
+    Number,
     Output,
     VaultmemGroup,
     _emit_added,
@@ -207,7 +208,7 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("--history", is_flag=True, help="Include superseded memories: what was believed before.")
 @click.option("--explain", is_flag=True,
               help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
-@click.option("--min-score", type=click.FloatRange(0, 1), default=None,
+@click.option("--min-score", type=Number(0, 1), default=None,
               help="Relevance a result needs (default: recall.min_score, else the model's floor; 0: no floor).")
 @common
 def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_score, out, vault_path):
@@ -253,7 +254,7 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
 
 
 @cli.command()
-@click.option("--idle-exit", type=click.FloatRange(1), default=None,
+@click.option("--idle-exit", type=Number(1), default=None,
               help="Exit after this many seconds without a request (the Claude Code hook starts it so).")
 @common
 def watch(idle_exit, out, vault_path):
@@ -471,7 +472,7 @@ def prompt(max_tokens, namespace, core_only, out, vault_path):
 
 
 @cli.command()
-@click.option("--days", type=click.FloatRange(0), default=None,
+@click.option("--days", type=Number(0), default=None,
               help="Mark stale what was untouched this many days (default: lifecycle.stale_after_days).")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--by", default="cli", hidden=True, help="Who runs it (schedule, session-start): kept with the stamp.")
