@@ -24,7 +24,10 @@ def test_search_is_recall_under_another_name(run):
     note = run.json("add", "Staging runs Postgres 16 on port 5433", "-n", "infra")
     assert [h["id"] for h in run.json("search", "staging postgres port")] == \
            [h["id"] for h in run.json("recall", "staging postgres port")] == [note["id"]]
-    assert "Same as `vaultmem recall`" in run("search", "--help").output
+    help_text = run("search", "--help").output
+    assert "Same as `vaultmem recall`" in help_text
+    # recall's own help below it, laid out as recall --help lays it out (not indented as in its docstring)
+    assert "\n  Asks the vault's watcher when one runs" in help_text
 
 
 def test_success_is_a_good_grade(run, vault_dir):

@@ -18,6 +18,7 @@ says what it stands for). The small commands each make one library call:
 from __future__ import annotations
 
 import copy
+import inspect
 
 import click
 
@@ -31,7 +32,9 @@ def alias(command: click.Command, name: str) -> click.Command:
     twin = copy.copy(command)
     twin.name = name
     twin.short_help = f"Same as `{command.name}` (the name other memory tools use)."
-    twin.help = f"Same as `vaultmem {command.name}` (the name other memory tools use).\n\n{command.help or ''}"
+    # The command's docstring cleaned first: below a new first line its indentation would show.
+    twin.help = (f"Same as `vaultmem {command.name}` (the name other memory tools use).\n\n"
+                 f"{inspect.cleandoc(command.help or '')}")
     return twin
 
 
