@@ -7932,7 +7932,7 @@ function grade(note, rating, now, config) {
   return [changes, record];
 }
 function label(note, now, config) {
-  if (note.status === "superseded") return "superseded";
+  if (["superseded", "archived", "suspended"].includes(note.status)) return note.status;
   if (note.contested) return "contested";
   if (note.reps === 0) return "new";
   if (note.state !== "review") return "learning";

@@ -151,6 +151,15 @@ def test_health_names_a_supersede_link_a_hand_rename_broke_and_a_linked_folder(r
     assert "not seen" in problems["memories/linked"]
 
 
+def test_recall_all_labels_an_archived_or_suspended_hit_as_such(run):
+    """`recall --all` brings back hidden notes: each says what it is, not "new"."""
+    archived = run.json("add", "The old VPN gateway is vpn-01", "-n", "net")
+    run("archive", archived["id"])
+    hits = {h["id"]: h["label"] for h in run.json("recall", "old vpn gateway", "--all")}
+    assert hits[archived["id"]] == "archived"
+    assert run.json("recall", "old vpn gateway") == []
+
+
 def test_obsidian_links_survive_archiving(run, vault_dir):
     """Obsidian resolves [[links]] by file name: names are unique vault-wide, archive included."""
     first = run.json("add", "Same title", "-n", "a")

@@ -242,7 +242,7 @@ export function grade(note: Note, rating: Rating, now: number, config: Config): 
 
 /** How sure the memory is, in one word (schedule.py's `label`). */
 export function label(note: Note, now: number, config: Config): string {
-  if (note.status === "superseded") return "superseded";
+  if (["superseded", "archived", "suspended"].includes(note.status)) return note.status;
   if (note.contested) return "contested";
   if (note.reps === 0) return "new";
   if (note.state !== "review") return "learning";

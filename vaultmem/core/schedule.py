@@ -171,10 +171,11 @@ def label(note: Note, now: datetime, config: Config) -> str:
     """How sure the memory is, in one word: new, learning, strong, fading or weak.
 
     strong: retrievability above 0.8; fading: 0.5 to 0.8; weak: below 0.5.
-    A superseded or contested memory says so instead: it is never plain fact.
+    A superseded, archived, suspended or contested memory says so instead: it is
+    never plain fact (`recall --all` shows the hidden ones).
     """
-    if note.status == "superseded":
-        return "superseded"
+    if note.status in ("superseded", "archived", "suspended"):
+        return note.status
     if note.contested:
         return "contested"
     if note.reps == 0:
