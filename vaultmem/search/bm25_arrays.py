@@ -4,10 +4,10 @@ Whoosh scores a query one posting at a time in Python: at 100k notes a query
 of a few common words visits tens of thousands of postings through a tree of
 matcher objects, most of a recall's time. Here each term's postings are read a
 block at a time (ids and weights come out of a block as arrays), scored with
-the same formula, statistics and field lengths Whoosh uses, and summed into one
-array per segment; the top `limit` come from a partition. The formula is Whoosh's
-BM25F; the exact top N, where Whoosh's own, which skips blocks of postings, missed
-better-scoring notes in 5 of 110 queries at 100k notes.
+Whoosh's BM25F formula and the field lengths it stores, and summed into one
+array per segment; the top `limit` come from a partition: the exact top N, where
+Whoosh's own search, which skips blocks of postings, missed better-scoring notes
+in 5 of 110 queries at 100k notes.
 
 The statistics are those of the notes the index holds now (`LiveStatistics`):
 Whoosh keeps a deleted document in its counts and length totals until a merge,
