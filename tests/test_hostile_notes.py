@@ -300,3 +300,16 @@ def test_a_note_an_older_reader_refused_is_read_again_without_being_edited(run, 
     db.close()
     result = run_process("--vault", str(vault_dir), "recall", "widget hex", "--json")
     assert [hit["id"] for hit in json.loads(result.stdout)] == ["hex00001"] and "skipped" not in result.stderr
+
+
+def test_properties_left_without_their_closing_line_are_named_by_health(run, vault_dir):
+    """Delete a note's closing --- by mistake and Obsidian (and vaultmem) read its properties as
+    text: the note is still readable, but health says what happened instead of staying silent."""
+    note = run.json("add", "The build cache lives on ci-cache-02", "-n", "x")
+    path = vault_dir / note["path"]
+    head, _fence, body = path.read_text().partition("\n---\n")
+    path.write_text(head + "\n" + body)
+    problems = {p["path"]: p["problem"] for p in run.json("health")["problems"]}
+    assert "no --- line closes them" in problems[note["path"]]
+    path.write_text(head + "\n---\n" + body)
+    assert not run.json("health")["problems"]
