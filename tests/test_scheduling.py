@@ -110,6 +110,8 @@ def test_grade_batch_is_all_or_nothing(run):
     b = run.json("add", "Second", "-n", "x")
     run("grade-batch", f"{a['id']}:good", f"{b['id']}:terrible", expect=2)
     run("grade-batch", f"{a['id']}:good", "nosuch:good", expect=1)
+    extra = run("grade-batch", f"{a['id']}:good", f"{b['id']}:good:extra", expect=2)
+    assert "is not ID:RATING" in extra.stderr  # not "no note with id ...:good"
     assert run.json("show", a["id"])["reps"] == 0
     graded = run.json("grade-batch", f"{a['id']}:good", f"{b['id']}:again")
     assert [(g["id"], g["reps"]) for g in graded] == [(a["id"], 1), (b["id"], 1)]

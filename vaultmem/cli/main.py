@@ -399,7 +399,7 @@ def grade_batch(pairs, out, vault_path):
     parsed = []
     for pair in pairs:
         note_id, sep, rating = pair.rpartition(":")
-        if not sep or not note_id or not rating:
+        if not sep or not note_id or not rating or ":" in note_id:  # (an id never holds one)
             raise BadInput(f"{pair!r} is not ID:RATING; write e.g. k3f9x2ab:good")
         parsed.append((note_id, rating))
     vault = _vault(vault_path)
