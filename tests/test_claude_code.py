@@ -280,6 +280,21 @@ def test_user_prompt_submit_injects_the_relevant_memories_with_ids(filled, tmp_p
     assert len(lines) <= 5 + 5
 
 
+@pytest.mark.real_model
+def test_user_prompt_submit_leaves_out_the_near_misses_trailing_a_clear_answer(vault_dir, tmp_path, run):
+    """Recall lists a weak second hit under a clear answer; the hook, which puts its hits into
+    the agent's context, injects only those near the best (RECALL_SHARE_OF_BEST)."""
+    v = Vault(vault_dir)
+    for text in ("Bob uses vim as his editor", "Alice prefers tabs over spaces", "Our deploys happen on Tuesdays"):
+        v.add(text, "team")
+    listed = [h["text"].strip() for h in run.json("recall", "which editor does bob use")]
+    assert listed[0] == "Bob uses vim as his editor" and "Alice prefers tabs over spaces" in listed
+    text = context_of(hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="which editor does bob use"),
+                           vault_dir), "UserPromptSubmit")
+    injected = [line for line in text.splitlines() if line.startswith("- [")]
+    assert len(injected) == 1 and injected[0].endswith("Bob uses vim as his editor")
+
+
 def test_user_prompt_submit_says_nothing_without_hits(filled, tmp_path):
     assert hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="xyzzy plugh frobnicate"),
                 filled).stdout == ""

@@ -43,6 +43,11 @@ MAX_CONTEXT_CHARS = 8000  # Claude Code cuts additionalContext at ~10,000 charac
 PROMPT_TOKENS = 1400
 REVIEW_LIMIT = 8
 RECALL_K = 4
+# A hit injected beside a better one scores at least this share of the best: the rest are
+# the trailing near-misses of a prompt that found its answer ("kubernetes" brought "Our
+# deploys happen on Tuesdays" at 0.11). On LoCoMo's six conversations no answer ranked 2nd to
+# 5th scored under 0.3 of the first (386 of them; 2.3% under 0.4), 2.5% of the other hits did.
+RECALL_SHARE_OF_BEST = 0.3
 RECALL_LINE_CHARS = 300
 # Texts a prompt's in-process recall (no watcher) may embed: a vault with thousands of notes not
 # embedded yet (its first use) is then answered within the hook's budget, those notes by their
@@ -387,15 +392,24 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
 
     answer = ask_watcher(discover_root(run.vault_path, cwd=run.cwd), query, RECALL_K)
     if answer is not None:
+        hits = answer.get("hits", [])
         return [f"- [{h['id']}] ({h['namespace']}, {h.get('label', '')}) "
                 f"{_one_line(h.get('text', ''), RECALL_LINE_CHARS)}"
-                for h in answer.get("hits", [])]
+                for h in _near_the_best(hits, [h.get("score", 0.0) for h in hits])]
     from vaultmem.search.engine import RecallEngine
 
     # This prompt's engine, not the process's shared one: bounded, and kept chunk by chunk.
     engine = RecallEngine(run.vault(), embed_limit=HOOK_EMBED_TEXTS, commit_every=HOOK_COMMIT_EVERY)
+    hits = engine.recall(query, RECALL_K)
     return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.text, RECALL_LINE_CHARS)}"
-            for h in engine.recall(query, RECALL_K)]
+            for h in _near_the_best(hits, [h.score for h in hits])]
+
+
+def _near_the_best(hits: list, scores: list[float]) -> list:
+    """The hits (best first) scoring at least RECALL_SHARE_OF_BEST of the best one."""
+    if not hits:
+        return []
+    return [hit for hit, score in zip(hits, scores) if score >= RECALL_SHARE_OF_BEST * scores[0]]
 
 
 # ---------------------------------------------------------------- PreToolUse
