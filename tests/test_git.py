@@ -246,6 +246,19 @@ def test_init_outside_git_says_nothing_of_git(tmp_path):
 
 
 @pytest.mark.slow
+def test_sync_without_an_upstream_refuses_before_recording_or_committing_anything(origin):
+    root, ids = origin
+    path = root / Vault(root).get(ids["db"]).path
+    path.write_text(path.read_text().replace("port 5433", "port 5434"))  # a hand edit, not yet recorded
+    head = git(root, "rev-parse", "HEAD").stdout
+    ledger = (root / ".vaultmem" / "ledger.jsonl").read_text()
+    result = vaultmem(root, "sync", expect=2)
+    assert "no upstream" in result.output
+    assert git(root, "rev-parse", "HEAD").stdout == head  # nothing committed
+    assert (root / ".vaultmem" / "ledger.jsonl").read_text() == ledger  # nor recorded
+    assert git(root, "status", "--porcelain").stdout.strip()  # the edit still waits, as it was
+
+
 def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
     origin_root, ids = origin
     remote = origin_root.parent / "remote.git"

@@ -161,6 +161,10 @@ def sync(vault, message: str) -> dict:
     if unmerged:
         raise BadInput(f"unmerged paths: {', '.join(unmerged)}; resolve them (edit, then `git add`), "
                        "`git commit`, then sync again")
+    upstream = git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False)
+    if upstream.returncode != 0:  # before anything is recorded or committed: a sync that cannot share changes nothing
+        raise GitError("the current branch has no upstream; set one with "
+                       "`git push -u REMOTE BRANCH` once, then sync again")
     if not setup.installed:
         install(root)
     vault.verify()  # hand edits go on the ledger before they are shared
@@ -168,10 +172,6 @@ def sync(vault, message: str) -> dict:
     committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
     if committed:
         git(root, "commit", "-q", "-m", message)
-    upstream = git(root, "rev-parse", "--abbrev-ref", "--symbolic-full-name", "@{upstream}", check=False)
-    if upstream.returncode != 0:
-        raise GitError("the current branch has no upstream; set one with "
-                       "`git push -u REMOTE BRANCH` once, then sync again")
     pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", check=False)
     resolved = resolve_moves(root)
     conflicts = unmerged_paths(root)
