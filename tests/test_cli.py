@@ -120,7 +120,9 @@ def test_broken_note_is_reported_by_health_and_skipped_by_recall(run, vault_dir)
     report = run.json("health")
     paths = {p["path"]: p["problem"] for p in report["problems"]}
     assert "broken YAML" in paths["memories/x/broken.md"] and "binary" in paths["memories/x/junk.md"]
-    run("decay", now="2027-01-01T00:00:00")
+    for args in (["decay"], ["tags"], ["skills"], ["verify"], ["list"], ["prompt"]):
+        said = run(*args, now="2027-01-01T00:00:00")  # each names the skipped notes, as recall does
+        assert "warning" in said.stderr and "health" in said.stderr, args
     graded = run("grade", "broken", "good", expect=2)
     assert "memories/x/broken.md" in graded.stderr and "broken YAML" in graded.stderr
     assert bad.read_bytes() == before, "a broken note is never rewritten"

@@ -490,6 +490,7 @@ def decay(days, dry_run, by, out, vault_path):
 
     vault = _vault(vault_path)
     steps = vault.decay(stale_after_days=days, dry_run=dry_run)
+    _warn_problems(vault, out)  # (a note that does not read is not decayed either)
     if not dry_run:
         record_run(vault, by, len(steps))
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,

@@ -22,7 +22,7 @@ import inspect
 
 import click
 
-from vaultmem.cli.common import _note_json, _short, _table, _vault, common
+from vaultmem.cli.common import _note_json, _short, _table, _vault, _warn_problems, common
 
 BAR_WIDTH = 10
 
@@ -76,6 +76,7 @@ def skills(namespace, include_hidden, out, vault_path):
     vault = _vault(vault_path)
     now = clock_now()
     found = [n for n in vault.notes(include_hidden) if n.type == "skill" and in_namespace(n.namespace, namespace)]
+    _warn_problems(vault, out)
     found.sort(key=lambda n: (-n.strength, n.title))
     rows = [[n.id, strength_bar(n.strength), f"{n.strength:.2f}", label(n, now, vault.config), n.namespace,
              _short(n.title, 50)] for n in found]
@@ -99,6 +100,7 @@ def tags(prefix, include_hidden, out, vault_path):
     wanted = prefix.strip().lstrip("#").casefold()
     counts = Counter(tag for note in vault.notes(include_hidden) for tag in set(note.tags)
                      if tag.casefold().startswith(wanted))
+    _warn_problems(vault, out)
     found = sorted(counts.items(), key=lambda item: (item[0].casefold(), item[0]))
     human = _table([[tag, str(count)] for tag, count in found], ["TAG", "NOTES"]) if found else (
         f"no tags starting with {prefix!r}" if prefix else "no tags yet")

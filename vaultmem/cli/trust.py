@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from vaultmem.cli.common import _emit_added, _note_json, _short, _table, _vault, common
+from vaultmem.cli.common import _emit_added, _note_json, _short, _table, _vault, _warn_problems, common
 from vaultmem.errors import EXIT_LEDGER_BROKEN
 
 
@@ -153,6 +153,7 @@ def verify(strict, re_anchor, out, vault_path):
     ctx = click.get_current_context()
     vault = _vault(vault_path)
     result = vault.verify(record=not strict, re_anchor=re_anchor and not strict)
+    _warn_problems(vault, out)
     lines = [f"checked {result['notes']} notes against {vault.ledger.path.name}"]
     for sign in result["tampering"]:
         lines.append(f"tampering: {sign}; nothing was recorded. Restore .vaultmem/ledger.jsonl from git, "
