@@ -147,6 +147,19 @@ def test_add_dash_reads_the_text_from_standard_input(vault_dir):
     assert body.strip() == text and not note["path"].endswith("/note.md")
 
 
+def test_show_lists_the_properties_a_person_added_too(run, vault_dir):
+    """A person's own properties (Obsidian's aliases, cssclasses) are kept in the file; `show`
+    lists them beside vaultmem's instead of hiding them."""
+    note = run.json("add", "The wiki lives at wiki.internal", "-n", "x")
+    path = vault_dir / note["path"]
+    path.write_text(path.read_text().replace("type: memory\n", "type: memory\naliases:\n  - wiki\ncssclasses: wide\n"))
+    shown = run.json("show", note["id"])
+    assert shown["other_properties"] == {"aliases": ["wiki"], "cssclasses": "wide"}
+    text = run("show", note["id"]).stdout
+    assert "aliases: wiki" in text and "cssclasses: wide" in text
+    assert "other_properties" not in run.json("show", run.json("add", "Plain", "-n", "x")["id"])
+
+
 def test_init_on_existing_obsidian_vault_adds_only_what_is_missing(tmp_path):
     root = tmp_path / "obsidian"
     (root / ".obsidian").mkdir(parents=True)

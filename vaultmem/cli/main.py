@@ -321,10 +321,31 @@ def show(note_id, out, vault_path):
     vault = _vault(vault_path)
     note = vault.get(note_id)
     data = _note_json(note, clock_now(), vault.config)
-    skip = {"text", "title"}
-    human = "\n".join(f"{k}: {', '.join(v) if isinstance(v, list) else ('' if v is None else v)}"
-                      for k, v in data.items() if k not in skip)
+    others = _other_properties(vault.root / note.path, note.path)
+    if others:
+        data["other_properties"] = others  # a person's own (Obsidian's aliases, cssclasses, ...): kept as written
+    skip = {"text", "title", "other_properties"}
+
+    def shown(value) -> str:
+        return ", ".join(map(str, value)) if isinstance(value, list) else "" if value is None else str(value)
+
+    human = "\n".join(f"{k}: {shown(v)}" for k, v in [*((k, v) for k, v in data.items() if k not in skip),
+                                                       *others.items()])
     out.emit(data, f"{human}\n\n{note.text}")
+
+
+def _other_properties(path, rel: str) -> dict:
+    """The properties of a note's file that vaultmem does not model, as text (show lists them)."""
+    from vaultmem.core.note import ALL_KEYS, LOOKUP_KEYS, load_frontmatter, split_frontmatter
+    from vaultmem.errors import NoteError
+
+    try:
+        block, _body = split_frontmatter(path.read_text(encoding="utf-8"))
+        data = load_frontmatter(block, rel).data if block is not None else {}
+    except (OSError, UnicodeDecodeError, NoteError):
+        return {}
+    return {key: value if isinstance(value, (list, str, int, float, bool)) or value is None else str(value)
+            for key, value in data.items() if key not in ALL_KEYS and key not in LOOKUP_KEYS}
 
 
 @cli.command(name="list")
