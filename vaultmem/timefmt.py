@@ -45,4 +45,5 @@ def format_datetime(value: datetime | None) -> str | None:
     """The stored form: UTC, no offset, seconds precision."""
     if value is None:
         return None
-    return value.astimezone(timezone.utc).strftime(STORED_FORMAT)
+    utc = value.astimezone(timezone.utc)
+    return f"{utc.year:04d}{utc.strftime(STORED_FORMAT[2:])}"  # (%Y writes year 1 as "1", which reads back as nothing)

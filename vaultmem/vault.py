@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 from vaultmem import clock
 from vaultmem.config import Config, load_config
 from vaultmem.core.lifecycle import DecayStep, plan_decay
-from vaultmem.core.model import TIERS, Note, check_namespace, tidy_tags  # noqa: F401 - check_namespace: API
+from vaultmem.core.model import TIERS, Note, check_namespace, check_text, tidy_tags  # noqa: F401 - check_namespace: API
 from vaultmem.core.note import (
     as_read_back,
     load_frontmatter,
@@ -52,6 +52,7 @@ from vaultmem.store.files import (
     rewrite_many,
 )
 from vaultmem.store.template import init_vault
+from vaultmem.timefmt import parse_datetime
 
 if TYPE_CHECKING:
     from vaultmem.core.prompt import PromptBlock
@@ -69,6 +70,7 @@ REWRITE_BATCH = 500  # notes rewritten per filesystem sync and ledger append (de
 T = TypeVar("T")  # what an act on a note found by its id returns (_where_it_is_now)
 # One note of a batch rewrite: (the note as found, its change, the ledger op, one record's detail per entry).
 BatchJob = tuple[Note, Callable[[Note], dict], str, list[dict | None]]
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"  # zero-width characters: a text of only these is empty
 ADD_BATCH = 500  # at most this many adds per sync in add_many, and texts embedded ahead (the engine keeps 512)
 EMBED_AHEAD_BATCHES = 3  # add_many's batches embedded ahead in the background (search/ahead.py)
 # add_many writes the older notes its adds contested at its end, or once this long has passed since
@@ -380,9 +382,14 @@ class Vault:
         from vaultmem.ops.provenance import current_project, current_session
 
         namespace = check_namespace(namespace)
-        body_text = (text or "").strip()
-        if not body_text:
+        body_text = check_text(text, "the memory's text").strip()
+        source, title = check_text(source, "the source"), check_text(title, "the title") or None
+        if created is not None:
+            created = parse_datetime(created, "created")  # a naive datetime is UTC, a date its midnight
+        if not body_text.strip(INVISIBLE):
             raise BadInput("the memory's text is empty; give the text to remember, e.g. vaultmem add \"...\" -n work")
+        if kind not in ("memory", "skill"):
+            raise BadInput(f"kind {kind!r} is neither memory nor skill")
         if "\x00" in body_text:
             raise BadInput("the memory's text contains a NUL byte; give plain text")
         self.check_size("the memory's text", body_text)

@@ -34,7 +34,7 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     common,
 )
 from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, in_namespace, namespace_filter, recall_scope
-from vaultmem.errors import EXIT_BAD_INPUT, EXIT_LOCKED
+from vaultmem.errors import EXIT_BAD_INPUT, EXIT_LOCKED, BadInput
 
 # ---------------------------------------------------------------- commands
 
@@ -155,7 +155,10 @@ def add(text, namespace, tags, source, created, tier, explicit, session, redact,
     from vaultmem.service.writes import added_data, send_write
 
     if text == "-":
-        text = click.get_text_stream("stdin").read()
+        try:
+            text = click.get_binary_stream("stdin").read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput("standard input is not UTF-8 text (bytes in another encoding?); give it as UTF-8") from None
     check_namespace(namespace)
     _parse_created(created)
     args = dict(text=text, namespace=namespace, tags=_split_tags(tags), source=source, created=created, tier=tier,

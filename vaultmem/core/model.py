@@ -134,7 +134,12 @@ def in_namespace(note_namespace: str, wanted: str | None) -> bool:
 
 
 def tidy_tags(tags) -> tuple[str, ...]:
-    """Tags as stored: trimmed, without a leading '#', each once, in order; empty ones dropped."""
+    """Tags as stored: trimmed, without a leading '#', each once, in order; empty ones dropped.
+    One string is one tag (not its letters); None is none."""
+    if tags is None:
+        return ()
+    if isinstance(tags, str):
+        tags = [tags]
     return tuple(dict.fromkeys(t for t in (str(t).strip().lstrip("#") for t in tags if t) if t))
 
 
@@ -158,13 +163,35 @@ def section(body: str, name: str) -> str:
 
 
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
+NAMESPACE_PART_BYTES = 100  # a folder name: well under the 255 bytes filesystems allow
+
+
+def check_text(value, what: str) -> str:
+    """`value` if it is text that can be written as UTF-8 (None: ""), else BadInput naming `what`.
+    A shell passes bytes of another encoding (Latin-1's "caf\xe9") as unpaired surrogates, which
+    no file, socket or model takes."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BadInput(f"{what} must be text, not {type(value).__name__} ({value!r:.40})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} is not valid UTF-8 (bytes in another encoding?); give it as UTF-8 text") from None
+    return value
 
 
 def check_namespace(namespace: str | None) -> str:
     """`namespace` tidied (no slashes at the ends), or BadInput saying what a namespace may hold."""
-    text = (namespace or "").strip().strip("/")
+    text = check_text(namespace, "the namespace").strip().strip("/")
     if not text:
         raise BadInput("a namespace is required: add -n NAMESPACE (e.g. -n work or -n projects/api)")
-    if not NAMESPACE_PATTERN.match(text) or any(part in (".", "..") for part in text.split("/")):
-        raise BadInput(f"namespace {namespace!r} may use letters, digits, '.', '_', '-' and '/' between parts")
+    if not NAMESPACE_PATTERN.match(text) or any(part.startswith(".") for part in text.split("/")):
+        # (a part starting with '.' is a hidden folder: its notes would be written, then never read)
+        raise BadInput(f"namespace {namespace!r} may use letters, digits, '.', '_', '-' and '/' between parts, "
+                       "and no part may start with '.'")
+    longest = max(text.split("/"), key=len)
+    if len(longest.encode("utf-8")) > NAMESPACE_PART_BYTES:
+        raise BadInput(f"namespace part {longest[:20]!r}... is {len(longest.encode('utf-8'))} bytes; a part is a "
+                       f"folder name, at most {NAMESPACE_PART_BYTES} bytes")
     return text

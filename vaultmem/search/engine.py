@@ -806,6 +806,9 @@ class RecallEngine:
         `min_score`: the relevance a hit needs (None: the vault's `recall.min_score`,
         else the model's calibrated floor; 0 keeps every candidate).
         """
+        from vaultmem.core.model import check_text
+
+        query = check_text(query, "the query")
         if self.embedder is not None and self.wants_route(query):
             self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:

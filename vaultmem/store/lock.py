@@ -16,7 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from vaultmem.errors import BadInput, LockTimeout
+from vaultmem.errors import BadInput, LockTimeout, NotFound
 
 DEFAULT_WAIT = 60.0
 WAIT_VARIABLE = "VAULTMEM_LOCK_WAIT"
@@ -58,6 +58,11 @@ class WriteLock:
         if self._lock.is_locked:  # this thread holds it (a batch's adds): no trip through filelock
             self._nested.depth = getattr(self._nested, "depth", 0) + 1
             return
+        if not self.path.parent.is_dir():
+            # filelock would make the folder again: a vault moved or deleted under a long-lived
+            # process (the watcher, the MCP server) would come back, empty, at its old path.
+            raise NotFound(f"{self.path.parent.parent} is no vault any more (its {self.path.parent.name}/ folder is "
+                           "gone: moved, renamed or deleted); nothing was written. Open the vault where it is now")
         wait = self.wait if wait is None else wait
         started = time.monotonic()
         try:

@@ -1,0 +1,91 @@
+"""What a caller can pass wrong, through the API and the CLI: each is refused with a one-line
+BadInput (exit 2) naming it and nothing is written, or taken as the documented kind of value;
+never an internal error, and never a note that breaks the vault for the next command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import date, datetime
+
+import pytest
+
+from vaultmem.errors import BadInput, NotFound
+from vaultmem.vault import Vault
+
+from .conftest import run_process
+from .test_secrets import written
+
+
+def test_created_as_a_naive_datetime_a_date_or_text_is_utc_and_the_cli_goes_on_working(vault_dir):
+    """A naive datetime from the API was stored in the catalog as it came, and every later
+    command that compared dates (list, health, review, decay) ended in an internal error."""
+    vault = Vault(vault_dir)
+    given = {"naive": datetime(2025, 3, 1, 9), "date": date(2025, 3, 2), "text": "2025-03-03T10:30:00"}
+    for name, created in given.items():
+        note = vault.add(f"Backfilled fact {name} about the Lisbon offsite", "work", created=created,
+                         merge=False, supersede=False).note
+        assert note.created.tzinfo is not None
+    for command in (["list"], ["health"], ["review"], ["decay", "--dry-run"]):
+        assert run_process("--vault", str(vault_dir), *command, check=False).returncode == 0, command
+    created = sorted(n.created.isoformat() for n in Vault(vault_dir).notes())
+    assert created == ["2025-03-01T09:00:00+00:00", "2025-03-02T00:00:00+00:00", "2025-03-03T10:30:00+00:00"]
+
+
+@pytest.mark.parametrize("arguments, named", [
+    ({"text": 5, "namespace": "w"}, "the memory's text must be text"),
+    ({"text": "caf\udce9 opens", "namespace": "w"}, "not valid UTF-8"),
+    ({"text": "\u200b\u200b", "namespace": "w"}, "text is empty"),
+    ({"text": "A fact", "namespace": "w", "kind": "fact"}, "neither memory nor skill"),
+    ({"text": "A fact", "namespace": "w", "created": "the other day"}, "created"),
+    ({"text": "A fact", "namespace": ".secret"}, "no part may start with '.'"),
+    ({"text": "A fact", "namespace": "team/.x"}, "no part may start with '.'"),
+    ({"text": "A fact", "namespace": "n" * 300}, "at most 100 bytes"),
+    ({"text": "A fact", "namespace": 7}, "the namespace must be text"),
+])
+def test_an_argument_add_cannot_take_is_refused_naming_it_and_nothing_is_written(vault_dir, arguments, named):
+    vault = Vault(vault_dir)
+    vault.add("A note already there", "w")
+    before = written(vault_dir)
+    with pytest.raises(BadInput, match=named):
+        vault.add(**arguments)
+    assert written(vault_dir) == before
+
+
+def test_one_string_of_tags_is_one_tag(vault_dir):
+    assert Vault(vault_dir).add("The DB backups run nightly", "ops", tags="db").note.tags == ("db",)
+
+
+def test_text_in_another_encoding_is_bad_input_on_the_command_line(vault_dir):
+    def vaultmem(*args, stdin: bytes | None = None):
+        return subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(vault_dir), *args],
+                              input=stdin, capture_output=True, timeout=120)
+
+    latin1 = "caf\xe9".encode("latin-1")
+    for result in (vaultmem("add", latin1 + b" opens at 8", "-n", "w"), vaultmem("recall", latin1),
+                   vaultmem("add", "-", "-n", "w", stdin=latin1 + b" opens at 8\n")):
+        assert result.returncode == 2 and b"UTF-8" in result.stderr and b"internal error" not in result.stderr
+
+
+def test_a_year_before_1000_is_written_so_that_it_reads_back(run, vault_dir):
+    note = run.json("add", "The abbey was founded", "-n", "history", "--created", "0801-01-01")
+    assert "created: 0801-01-01T00:00:00" in (vault_dir / note["path"]).read_text()
+    run("reindex")
+    assert run.json("show", note["id"])["created"] == "0801-01-01T00:00:00"
+    run("verify", "--strict")
+
+
+def test_a_vault_moved_away_under_an_open_vault_is_not_made_again_at_its_old_path(vault_dir, tmp_path):
+    """A long-lived process (the watcher, the MCP server, an API user) keeps its Vault while a
+    person moves the folder: a write then says the vault is gone, and no empty vault with the
+    new note appears where it was."""
+    vault = Vault(vault_dir)
+    note = vault.add("The QA sign-off is on Wednesdays", "work").note
+    moved = tmp_path / "moved-vault"
+    vault_dir.rename(moved)
+    with pytest.raises(NotFound, match="moved, renamed or deleted"):
+        vault.add("The release is on Thursdays", "work")
+    with pytest.raises((NotFound, BadInput)):
+        vault.grade(note.id, "good")
+    assert not vault_dir.exists()
+    assert Vault(moved).get(note.id).reps == 0
