@@ -55,6 +55,16 @@ def test_learn_writes_the_four_sections_and_recall_indexes_them(run, vault_dir):
     assert run.json("recall", "revoke verified deploy")[0]["id"] == skill["id"]
 
 
+def test_a_heading_inside_a_skill_section_stays_in_it(run, vault_dir):
+    """A trigger given as markdown ("## When ...") kept its `##` and became a section of its own:
+    the skill lost its trigger (skills, prompt and the embedding showed the title alone)."""
+    skill = run.json("learn", "CI triage", "--trigger", "## When\nthe build on main is red",
+                     "--steps", "1. look at the first failure\n# Then\n2. fix or revert", "-n", "work")
+    text = (vault_dir / skill["path"]).read_text()
+    assert text.count("## Trigger") == 1 and text.count("\n## Steps") == 1 and "### When" in text
+    assert f"[{skill['id']}] (work, new) CI triage (when: When the build on main is red)" in run("prompt").stdout
+
+
 def test_missing_namespace_is_one_line_with_the_fix(run):
     result = run("add", "No namespace", expect=2)
     assert result.stderr.count("\n") == 1 and "-n NAMESPACE" in result.stderr

@@ -158,7 +158,7 @@ def section(body: str, name: str) -> str:
         if inside and line.startswith("# "):
             break
         if inside:
-            lines.append(line.strip())
+            lines.append(line.strip().lstrip("#").strip())  # a heading inside the section: its words
     return " ".join(line for line in lines if line)
 
 

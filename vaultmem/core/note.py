@@ -659,8 +659,14 @@ def skill_body(title: str, trigger: str, steps: str, outcome: str, lessons: str)
     """A skill's body: its title and the four sections `learn` fills and recall indexes."""
     parts = [f"# {title.strip()}\n"]
     for name, content in zip(SKILL_SECTIONS, (trigger, steps, outcome, lessons)):
-        parts.append(f"\n## {name}\n{(content or '').strip()}\n")
+        parts.append(f"\n## {name}\n{_inside_a_section((content or '').strip())}\n")
     return "".join(parts)
+
+
+def _inside_a_section(text: str) -> str:
+    """A section's text with its own `#` and `##` headings made `###`: as written they would end
+    the section (a trigger given as "## When ..." left the skill without one)."""
+    return re.sub(r"(?m)^#{1,2}(?=[ \t])", "###", text)
 
 
 def with_changes(note: Note, **changes) -> Note:
