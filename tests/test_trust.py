@@ -386,3 +386,15 @@ def test_conflicts_preview_matches_what_add_then_does(run, vault_dir):
     added = run.json("add", "The team deploys on Fridays", "-n", "work")
     assert added["action"] == "recurrence" and added["id"] == fridays["id"]
     assert props(vault_dir, tuesdays["path"])["status"] == "active"
+
+
+def test_why_gives_every_time_in_the_vaults_one_form(run):
+    """`why --json` gave `created` as "2026-01-05 09:00:00+00:00" beside the history's
+    "2026-01-05T09:00:00": one form, the one notes and the ledger use."""
+    import re
+
+    note = run.json("add", "The VPN endpoint is vpn.example.org", "-n", "net")
+    run("grade", note["id"], "good")
+    info = run.json("why", note["id"])
+    times = [info["created"], *(event["time"] for event in info["history"])]
+    assert len(times) >= 3 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", t) for t in times), times

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vaultmem.core.model import Note
+from vaultmem.timefmt import format_datetime
 
 
 def explain(note: Note, ledger: list[dict], reviews: list[dict], by_link: dict[str, Note]) -> dict:
@@ -33,10 +34,10 @@ def explain(note: Note, ledger: list[dict], reviews: list[dict], by_link: dict[s
         "status": note.status,
         "tier": note.tier,
         "source": note.source,
-        "created": note.created,
+        "created": format_datetime(note.created),  # as the ledger's times: YYYY-MM-DDTHH:MM:SS, UTC
         "explicit": note.explicit,
         "evidence": {"sessions": list(note.sessions), "days": list(note.days), "projects": list(note.projects)},
-        "promoted": note.promoted,
+        "promoted": format_datetime(note.promoted),
         "redacted": note.redacted,
         "contested_with": list(note.contested_with) if note.contested else [],
         "older": _chain(note, by_link, "supersedes"),
