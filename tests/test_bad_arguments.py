@@ -89,3 +89,21 @@ def test_a_vault_moved_away_under_an_open_vault_is_not_made_again_at_its_old_pat
         vault.grade(note.id, "good")
     assert not vault_dir.exists()
     assert Vault(moved).get(note.id).reps == 0
+
+
+def test_recall_and_decay_refuse_counts_they_cannot_use(vault_dir):
+    vault = Vault(vault_dir)
+    vault.add("The wiki lives at wiki.internal", "w")
+    for k in (0, -1, 2.5, True):
+        with pytest.raises(BadInput, match="whole number"):
+            vault.recall("where is the wiki", k=k)
+    assert vault.recall("where is the wiki", k=1)
+    for days in (-5, float("nan"), "soon"):
+        with pytest.raises(BadInput, match="number of days"):
+            vault.decay(days)
+
+
+def test_conflicts_of_no_text_is_refused_as_add_refuses_it_and_list_takes_a_lowercase_tier(run):
+    run.json("add", "The wiki lives at wiki.internal", "-n", "w")
+    assert "text is empty" in run("conflicts", "  ", "-n", "w", expect=2).stderr
+    assert [n["tier"] for n in run.json("list", "--tier", "l1")] == ["L1"]

@@ -895,6 +895,9 @@ class Vault:
 
     def decay(self, stale_after_days: float | None = None, dry_run: bool = False) -> list[DecayStep]:
         """Apply idle decay and the lifecycle to every note; returns what changed."""
+        if stale_after_days is not None and not (isinstance(stale_after_days, (int, float))
+                                                 and 0 <= stale_after_days < float("inf")):
+            raise BadInput(f"stale_after_days {stale_after_days!r} should be a number of days, 0 or more")
         now = clock.now()
         with self.write_lock():
             steps = plan_decay(self.catalog(fresh=True).notes, now, self.config, stale_after_days)

@@ -355,7 +355,7 @@ def _other_properties(path, rel: str) -> dict:
 @click.option("-n", "--namespace", help="Only this namespace (and the ones below it).")
 @click.option("--type", "kind", type=click.Choice(TYPES))
 @click.option("--status", type=click.Choice(STATUSES))
-@click.option("--tier", type=click.Choice(TIERS))
+@click.option("--tier", type=click.Choice(TIERS, case_sensitive=False))
 @click.option("--tag", help="Only notes with this tag.")
 @click.option("--all", "include_hidden", is_flag=True, help="Include archived, suspended and superseded notes.")
 @click.option("--limit", type=click.IntRange(1), default=None)

@@ -17,10 +17,14 @@ def conflicts(text, namespace, out, vault_path):
 
     Example: vaultmem conflicts "Staging runs Postgres 16" -n work
     """
+    from vaultmem.core.model import check_text
+    from vaultmem.errors import BadInput
     from vaultmem.ops.corrections import decide
     from vaultmem.vault import check_namespace
 
     namespace = check_namespace(namespace)
+    if not check_text(text, "the text").strip():
+        raise BadInput("the text is empty; give the text you would add, e.g. vaultmem conflicts \"...\" -n work")
     vault = _vault(vault_path)
     related = vault.related(text, namespace) if vault.config.check_conflicts else []
     duplicate, superseded, _contested = decide(related)

@@ -58,7 +58,7 @@ from vaultmem import clock
 from vaultmem.core.model import VISIBLE_STATUSES, Note, in_namespace
 from vaultmem.core.schedule import label
 from vaultmem.core.timeq import time_intent
-from vaultmem.errors import LockTimeout, ModelUnavailable
+from vaultmem.errors import BadInput, LockTimeout, ModelUnavailable
 from vaultmem.search.crosslingual_fill import ROW_FIELD as CROSSLINGUAL_ROW
 from vaultmem.search.crosslingual_fill import Coverage, CrossLingualRows
 from vaultmem.search.fusion import CANDIDATES, fuse, with_session_context
@@ -809,6 +809,8 @@ class RecallEngine:
         from vaultmem.core.model import check_text
 
         query = check_text(query, "the query")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise BadInput(f"k {top_k!r} should be a whole number, 1 or more")
         if self.embedder is not None and self.wants_route(query):
             self._load_crosslingual()  # before the lock: English recalls do not wait for its load
         with self._lock:
