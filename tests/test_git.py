@@ -195,6 +195,39 @@ def test_both_orders_give_the_same_notes(origin, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("order", ["a-pulls-b", "b-pulls-a"])
+def test_the_same_fact_added_on_two_clones_merges_into_one_note(origin, monkeypatch, order):
+    """Two machines learn the same fact: one file name, two ids. The merge keeps one note (the
+    smaller id, in both orders) with both sides' evidence and the more reviewed card, instead of
+    git's markers in the properties; verify then records the other id as gone."""
+    origin_root, _ids = origin
+    a, b = clone(origin_root, "a"), clone(origin_root, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    on_a = Vault(a).add("The standup is at 9:30 every weekday", "team", session="sa").note
+    commit(a, "a")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    vb = Vault(b)
+    on_b = vb.add("The standup is at 9:30 every weekday", "team", session="sb").note
+    vb.grade(on_b.id, "good")
+    commit(b, "b")
+    assert on_a.path == on_b.path and on_a.id != on_b.id
+    here, there = (a, b) if order == "a-pulls-b" else (b, a)
+    git(here, "remote", "add", "other", str(there))
+    git(here, "fetch", "-q", "other")
+    merged = git(here, "merge", "--no-edit", "other/main", check=False)
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    text = (here / on_a.path).read_text()
+    assert "<<<<<<<" not in text and ">>>>>>>" not in text
+    vault = Vault(here)
+    note = vault.get(min(on_a.id, on_b.id))
+    assert {"sa", "sb"} <= set(note.sessions) and note.reps == 1  # B's grade: the more reviewed card
+    assert [n.id for n in vault.notes() if n.namespace == "team"] == [note.id]
+    result = vault.verify()
+    assert result["breaks"] == [] and result["tampering"] == []
+    assert vault.verify()["changes"] == []  # the other id's note is now on record as gone
+
+
+@pytest.mark.slow
 def test_a_true_body_conflict_is_left_and_named(origin, monkeypatch):
     origin_root, ids = origin
     a, b = clone(origin_root, "a"), clone(origin_root, "b")

@@ -119,6 +119,27 @@ def test_a_note_merge_unions_lists_and_keeps_one_sided_changes(vault_dir):
                                                                                              "status: stale"]
 
 
+def test_two_notes_added_under_one_name_merge_only_when_they_say_the_same(vault_dir):
+    """An add/add of one file name: the same text on both sides is one note (either order gives
+    the same); two different facts whose names collide are left to a person, markers and all."""
+    vault = Vault(vault_dir)
+    first = vault.add("The standup is at 9:30 every weekday", "team").note
+    ours = (vault_dir / first.path).read_text()
+    theirs = ours.replace(f"id: {first.id}", "id: 0000000a").replace("projects:\n", "projects:\n  - elsewhere\n")
+    defaults = vault.defaults_for(first.path, vault_dir / first.path)
+
+    def text_merge(b, o, t):
+        return f"<<<<<<< ours\n{o}=======\n{t}>>>>>>> theirs\n", True
+
+    one = merge.merge_note("", ours, theirs, first.path, defaults, vault.config, text_merge)
+    other = merge.merge_note("", theirs, ours, first.path, defaults, vault.config, text_merge)
+    assert not one.conflict and one.text == other.text
+    merged = vault.read_note(first.path, one.text)
+    assert merged.id == "0000000a" and "elsewhere" in merged.projects
+    different = theirs.replace("9:30", "10:00")
+    assert merge.merge_note("", ours, different, first.path, defaults, vault.config, text_merge).conflict
+
+
 def test_a_torn_line_on_one_side_stays_torn_after_a_merge():
     base = chain([{"op": "add", "id": "n1", "time": "t1"}])
     tip = json.loads(base)["hash"]

@@ -185,6 +185,8 @@ def merge_note(base: str, ours: str, theirs: str, path: str, defaults: dict, con
         extra = [_unknown_properties(text, path) for text in (base, ours, theirs)]
     except NoteError:
         b = o = t = None
+    if b is None and o is not None and t is not None and o.id != t.id and _same_fact(o, t):
+        return _one_of_two_adds(o, t, ours, theirs)
     if o is None or t is None or b is None or o.id != t.id or b.id != o.id:
         text, conflict = merge_text(base, ours, theirs)
         return NoteMerge(text, conflict)
@@ -199,6 +201,27 @@ def merge_note(base: str, ours: str, theirs: str, path: str, defaults: dict, con
     body, conflict = merge_text(b.body, o.body, t.body)
     merged = replace(o, **fields, body=body, present=o.present | t.present)
     return NoteMerge(render(merged, original), conflict or has_conflict_markers(body), card)
+
+
+def _same_fact(o: Note, t: Note) -> bool:
+    """Two notes added under one file name that say the same (the same fact learned on two
+    machines): same kind, namespace and text, up to whitespace."""
+    return o.type == t.type and o.namespace == t.namespace and " ".join(o.body.split()) == " ".join(t.body.split())
+
+
+def _one_of_two_adds(o: Note, t: Note, ours: str, theirs: str) -> NoteMerge:
+    """The same fact added on both sides (one file name, two ids): one note, the one whose id
+    sorts first (so both merge orders agree), with both sides' evidence, tags and `explicit`,
+    and the card of the side reviewed more. The other id's add and grades stay on the ledger and
+    in the review log; `verify` records its note as gone. (A text merge left markers in the
+    properties: two ids, two `created`.)"""
+    keep, other, text = (o, t, ours) if o.id < t.id else (t, o, theirs)
+    fields = {key: _merge_list((), getattr(keep, key), getattr(other, key), MAX_EVIDENCE) for key in _EVIDENCE_FIELDS}
+    fields.update(tags=_merge_list((), keep.tags, other.tags, None), explicit=keep.explicit or other.explicit)
+    if other.reps > keep.reps:
+        fields.update({key: getattr(other, key) for key in (*CARD_FIELDS, "strength")})
+    merged = replace(keep, **fields, present=keep.present | other.present)
+    return NoteMerge(render(merged, text), False)
 
 
 def _unknown_properties(text: str, path: str) -> dict:
