@@ -100,6 +100,13 @@ def sync(message, out, vault_path):
 
     vault = _vault(vault_path)
     result = gitvault.sync(vault, message)
+    ledger = result["ledger"]
+    found = [f"recorded {ledger['recorded']} hand edits on the ledger"] if ledger["recorded"] else []
+    if ledger["tampering"] or ledger["breaks"]:
+        found.append("warning: verify found " + ("; ".join(ledger["tampering"]) or f"{ledger['breaks']} breaks in "
+                                                 "the ledger's chain") + ": run `vaultmem verify` for what to do")
+    if found and not out.quiet:
+        click.echo("\n".join(found), err=True)
     if result["conflicts"]:
         out.emit(result, "\n".join(f"unresolved merge conflict in {path}" for path in result["conflicts"])
                  + "\nedit those files (keep the right lines, remove the markers), `git add` them, `git commit`, "

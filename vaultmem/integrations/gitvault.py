@@ -167,7 +167,9 @@ def sync(vault, message: str) -> dict:
                        "`git push -u REMOTE BRANCH` once, then sync again")
     if not setup.installed:
         install(root)
-    vault.verify()  # hand edits go on the ledger before they are shared
+    checked = vault.verify()  # hand edits go on the ledger before they are shared
+    ledger = {"recorded": checked["recorded"], "tampering": checked["tampering"],
+              "breaks": len(checked["breaks"])}  # what sync says it found, not only what it shared
     git(root, "add", "-A", "--", ".")
     committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
     if committed:
@@ -176,13 +178,13 @@ def sync(vault, message: str) -> dict:
     resolved = resolve_moves(root)
     conflicts = unmerged_paths(root)
     if conflicts:
-        return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts}
+        return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts, "ledger": ledger}
     if resolved:
         git(root, "commit", "-q", "--no-edit")
     elif pulled.returncode != 0:
         raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip().splitlines()[-1:]}")
     git(root, "push", "-q")
-    return {"committed": committed, "pulled": True, "pushed": True, "conflicts": []}
+    return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger}
 
 
 # ---------------------------------------------------------------- moved on one side, changed on the other
