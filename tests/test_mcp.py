@@ -150,6 +150,8 @@ def test_mcp_update_archive_restore(vault_dir, tmp_path):
         assert note["text"] == "The staging DB is on port 5433 (IPv6)" and note["tags"] == ["db", "staging"]
         assert note["tier"] == "L2" and note["reps"] == 1 and note["id"] == note_id, "same note, same schedule"
         assert "nothing to update" in error_of(await session.call_tool("update", {"id": note_id}))
+        wrong_type = error_of(await session.call_tool("add", {"text": 5, "namespace": "work"}))  # one line
+        assert wrong_type.startswith("bad input: add: text: ") and "pydantic" not in wrong_type
         token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
         assert "secret found" in error_of(await session.call_tool("update", {"id": note_id, "text": f"key {token}"}))
 

@@ -57,7 +57,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from vaultmem import clock
@@ -164,6 +164,22 @@ def error_text(exc: BaseException) -> str:
 
 # ---------------------------------------------------------------- the server
 
+class _OneLineServer(MCPServer):
+    """MCPServer whose argument errors read as vaultmem's own: one line. (The library checks
+    the arguments against each tool's schema before the tool runs, and reports pydantic's
+    several-line text with a link.)"""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = "; ".join(f"{'.'.join(map(str, error['loc'])) or 'arguments'}: {error['msg']}"
+                                 for error in exc.__cause__.errors())
+            raise ToolError(f"bad input: {name}: {problems}") from exc.__cause__
+
+
 class VaultTools:
     """The vault, opened once, behind the tool functions."""
 
@@ -235,7 +251,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         our_version = version("vaultmem")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         our_version = "0"
-    server = MCPServer("vaultmem", title="vaultmem memory", version=our_version, instructions=INSTRUCTIONS,
+    server = _OneLineServer("vaultmem", title="vaultmem memory", version=our_version, instructions=INSTRUCTIONS,
                        log_level="WARNING")
     tools = VaultTools(vault)
 
