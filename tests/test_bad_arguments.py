@@ -36,6 +36,7 @@ def test_created_as_a_naive_datetime_a_date_or_text_is_utc_and_the_cli_goes_on_w
     ({"text": 5, "namespace": "w"}, "the memory's text must be text"),
     ({"text": "caf\udce9 opens", "namespace": "w"}, "not valid UTF-8"),
     ({"text": "\u200b\u200b", "namespace": "w"}, "text is empty"),
+    ({"text": "!!! ...", "namespace": "w"}, "no letter or digit"),
     ({"text": "A fact", "namespace": "w", "kind": "fact"}, "neither memory nor skill"),
     ({"text": "A fact", "namespace": "w", "created": "the other day"}, "created"),
     ({"text": "A fact", "namespace": ".secret"}, "no part may start with '.'"),

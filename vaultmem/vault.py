@@ -388,6 +388,8 @@ class Vault:
             created = parse_datetime(created, "created")  # a naive datetime is UTC, a date its midnight
         if not body_text.strip(INVISIBLE):
             raise BadInput("the memory's text is empty; give the text to remember, e.g. vaultmem add \"...\" -n work")
+        if not any(ch.isalnum() for ch in body_text):
+            raise BadInput(f"the memory's text {body_text[:40]!r} holds no letter or digit; give the text to remember")
         if kind not in ("memory", "skill"):
             raise BadInput(f"kind {kind!r} is neither memory nor skill")
         if "\x00" in body_text:
