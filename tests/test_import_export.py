@@ -389,6 +389,26 @@ def test_import_of_an_export_never_overwrites(full_vault, run, tmp_path):
     assert b"red folder" in passport.read_bytes()
 
 
+def test_an_exported_note_whose_name_another_note_holds_is_restored_beside_it(run, tmp_path):
+    """Two vaults learned the same words under different ids: importing one's export into the
+    other writes the note under the next free name, instead of skipping it as a conflict."""
+    from .conftest import Cli
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    init_vault(first)
+    init_vault(second)
+    mine = Cli(first).json("add", "The standup is at 9:30 every weekday", "-n", "team")
+    theirs = Cli(second).json("add", "The standup is at 9:30 every weekday", "-n", "team")
+    export = tmp_path / "second.jsonl"
+    Cli(second)("export", "-o", str(export))
+    report = Cli(first).json("import", str(export))
+    assert report["counts"]["conflicts"] == 0 and report["counts"]["added"] == 1
+    restored = Cli(first).json("show", theirs["id"])
+    assert restored["path"] == mine["path"].replace(".md", "-2.md")
+    assert Cli(first).json("show", mine["id"])["path"] == mine["path"]  # the vault's own note as it was
+    assert Cli(first).json("import", str(export))["counts"]["added"] == 0  # and again: nothing new
+
+
 def test_a_bad_export_line_is_reported(vault_dir, run, tmp_path):
     export = tmp_path / "bad.jsonl"
     export.write_text("\n".join([

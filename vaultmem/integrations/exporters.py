@@ -109,6 +109,7 @@ class NoteIndex:
 
     by_id: dict[str, str] = field(default_factory=dict)  # id -> path
     paths: set[str] = field(default_factory=set)
+    readable: set[str] = field(default_factory=set)  # the paths of notes that read (the others: problems)
 
     @classmethod
     def of(cls, vault) -> NoteIndex:
@@ -117,7 +118,19 @@ class NoteIndex:
         index.paths.update(catalog.paths())
         for note in catalog.notes:
             index.by_id.setdefault(note.id, note.path)
+            index.readable.add(note.path)
         return index
+
+    def free_path(self, rel: str) -> str:
+        """`rel`, or the first `name-N.md` beside it whose name no note of the vault has
+        (Obsidian finds a note by its file name alone, so names are unique vault-wide)."""
+        folder, _slash, name = rel.rpartition("/")
+        stem = name.removesuffix(".md")
+        names = {path.rpartition("/")[2].removesuffix(".md") for path in self.paths}
+        number = 2
+        while f"{stem}-{number}" in names:
+            number += 1
+        return f"{folder}/{stem}-{number}.md"
 
 
 def check_rel(rel: str) -> str:
@@ -148,11 +161,14 @@ def restore_file(vault, rel: str, text: str, source: str = "", dry_run: bool = F
                  index: NoteIndex | None = None) -> tuple[str, dict]:
     """Recreate one note file; returns ("added" | "unchanged" | "conflict", details).
 
-    A note the vault has (same id, else same path) is never overwritten.
+    A note the vault has (same id, else same path) is never overwritten; a note of
+    another id whose file name another note holds is written under the next free name.
     """
     rel = check_rel(rel)
     index = index or NoteIndex.of(vault)
     ident = note_id(text, rel)
+    if ident not in index.by_id and rel in index.readable:
+        rel = index.free_path(rel)  # another note has the name: this one beside it, under the next free one
     existing = index.by_id.get(ident) or (rel if rel in index.paths else None)
     if existing is not None:
         try:
@@ -173,4 +189,5 @@ def restore_file(vault, rel: str, text: str, source: str = "", dry_run: bool = F
         result = {"id": getattr(note, "id", ident), "path": getattr(note, "path", rel) or rel}
     index.by_id.setdefault(result["id"], result["path"])
     index.paths.add(result["path"])
+    index.readable.add(result["path"])
     return "added", result
