@@ -132,6 +132,7 @@ def test_a_refused_correction_changes_nothing(run, vault_dir):
     wrong = run.json("add", "Meeting room A has a projector", "-n", "office")
     before = written(vault_dir)
     run("correct", wrong["id"], "", expect=2)
+    assert "no letter or digit" in run("correct", wrong["id"], "!!!", expect=2).stderr  # as add refuses it
     result = run("correct", wrong["id"], "Meeting room  A has a projector", expect=2)
     assert "already says that" in result.stderr
     with pytest.raises(BadInput, match="over the"):

@@ -382,19 +382,13 @@ class Vault:
         from vaultmem.ops.provenance import current_project, current_session
 
         namespace = check_namespace(namespace)
-        body_text = check_text(text, "the memory's text").strip()
+        body_text = self.text_to_write(text, "the memory's text", 'give the text to remember, e.g. vaultmem add "..." '
+                                                                  "-n work")
         source, title = check_text(source, "the source"), check_text(title, "the title") or None
         if created is not None:
             created = parse_datetime(created, "created")  # a naive datetime is UTC, a date its midnight
-        if not body_text.strip(INVISIBLE):
-            raise BadInput("the memory's text is empty; give the text to remember, e.g. vaultmem add \"...\" -n work")
-        if not any(ch.isalnum() for ch in body_text):
-            raise BadInput(f"the memory's text {body_text[:40]!r} holds no letter or digit; give the text to remember")
         if kind not in ("memory", "skill"):
             raise BadInput(f"kind {kind!r} is neither memory nor skill")
-        if "\x00" in body_text:
-            raise BadInput("the memory's text contains a NUL byte; give plain text")
-        self.check_size("the memory's text", body_text)
         tier = (tier or self.config.default_tier).upper()
         if tier not in TIERS:
             raise BadInput(f"unknown tier {tier!r}; use one of: {', '.join(TIERS)}")
@@ -649,6 +643,21 @@ class Vault:
             catalog.wrote(rel, text, before=folders, note=as_read_back(note))
             return note, text
         raise ConflictError(f"files named like {stem}.md keep appearing in {folder}/; nothing was written, try again")
+
+    def text_to_write(self, text, what: str, if_empty: str) -> str:
+        """`text` trimmed, or BadInput naming `what`, before anything is written, for text no
+        note should hold: not a string or not UTF-8, empty (zero-width characters count for
+        nothing), without a letter or digit, with a NUL byte, or over the size limit. One list
+        for `add` and for `correct`, which must refuse what `add` would before it grades."""
+        body = check_text(text, what).strip()
+        if not body.strip(INVISIBLE):
+            raise BadInput(f"{what} is empty; {if_empty}")
+        if not any(ch.isalnum() for ch in body):
+            raise BadInput(f"{what} {body[:40]!r} holds no letter or digit; give the text to remember")
+        if "\x00" in body:
+            raise BadInput(f"{what} contains a NUL byte; give plain text")
+        self.check_size(what, body)
+        return body
 
     def check_size(self, what: str, text: str) -> None:
         """BadInput, before anything is written, for text that reading would refuse

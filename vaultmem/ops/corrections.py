@@ -131,14 +131,11 @@ def correct(
             raise BadInput(f"{wrong.id} is archived; `vaultmem restore {wrong.id}` first, then correct it")
         why = (reason or "").strip()
         old = " ".join(wrong.text.split())
-        body = (text or "").strip()
         # What `add` would refuse is refused before the grade: a refused correction changes nothing.
-        if not body:
-            raise BadInput('give the right content, e.g. vaultmem correct ID "Staging runs Postgres 16"')
+        body = vault.text_to_write(text, "the corrected text",
+                                   'give the right content, e.g. vaultmem correct ID "Staging runs Postgres 16"')
         if " ".join(body.split()) == old:
             raise BadInput(f"{wrong.id} already says that; give the corrected content (nothing was written)")
-        if "\x00" in body:
-            raise BadInput("the corrected text contains a NUL byte; give plain text")
         correction = f"\n\n## Correction\nReplaces {wrong.link}, which said: {old}" + (f"\nWhy: {why}" if why else "")
         vault.check_size("the corrected text", body + correction)
         vault.screen(body, False)
