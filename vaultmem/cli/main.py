@@ -339,16 +339,15 @@ def show(note_id, out, vault_path):
 
 def _other_properties(path, rel: str) -> dict:
     """The properties of a note's file that vaultmem does not model, as text (show lists them)."""
-    from vaultmem.core.note import ALL_KEYS, LOOKUP_KEYS, load_frontmatter, split_frontmatter
+    from vaultmem.core.note import LOOKUP_KEYS, unmodelled_properties
     from vaultmem.errors import NoteError
 
     try:
-        block, _body = split_frontmatter(path.read_text(encoding="utf-8"))
-        data = load_frontmatter(block, rel).data if block is not None else {}
+        data = unmodelled_properties(path.read_text(encoding="utf-8"), rel)
     except (OSError, UnicodeDecodeError, NoteError):
         return {}
     return {key: value if isinstance(value, (list, str, int, float, bool)) or value is None else str(value)
-            for key, value in data.items() if key not in ALL_KEYS and key not in LOOKUP_KEYS}
+            for key, value in data.items() if key not in LOOKUP_KEYS}
 
 
 @cli.command(name="list")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from vaultmem.config import Config
 from vaultmem.core.model import Note
-from vaultmem.core.note import ALL_KEYS, has_conflict_markers, load_frontmatter, parse, render, split_frontmatter
+from vaultmem.core.note import ALL_KEYS, has_conflict_markers, parse, render, unmodelled_properties
 from vaultmem.core.schedule import replay
 from vaultmem.core.tiers import MAX_EVIDENCE
 from vaultmem.errors import BadInput, NoteError
@@ -182,7 +182,7 @@ def merge_note(base: str, ours: str, theirs: str, path: str, defaults: dict, con
     try:
         b = parse(base, path, defaults) if base.strip() else None
         o, t = parse(ours, path, defaults), parse(theirs, path, defaults)
-        extra = [_unknown_properties(text, path) for text in (base, ours, theirs)]
+        extra = [unmodelled_properties(text, path) for text in (base, ours, theirs)]
     except NoteError:
         b = o = t = None
     if b is None and o is not None and t is not None and o.id != t.id and _same_fact(o, t):
@@ -222,14 +222,6 @@ def _one_of_two_adds(o: Note, t: Note, ours: str, theirs: str) -> NoteMerge:
         fields.update({key: getattr(other, key) for key in (*CARD_FIELDS, "strength")})
     merged = replace(keep, **fields, present=keep.present | other.present)
     return NoteMerge(render(merged, text), False)
-
-
-def _unknown_properties(text: str, path: str) -> dict:
-    block, _body = split_frontmatter(text)
-    if block is None:
-        return {}
-    data = load_frontmatter(block, path).data
-    return {k: v for k, v in data.items() if k not in ALL_KEYS}
 
 
 def _merge_fields(b: Note, o: Note, t: Note, config: Config, reviews, archived: bool) -> tuple[dict, str]:

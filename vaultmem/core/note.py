@@ -519,6 +519,15 @@ def _check_entries_read_back(note: Note, wanted: dict, out: list[tuple[str | Non
 _ODD_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
+def unmodelled_properties(text: str, path: str) -> dict:
+    """The properties of a note's file that vaultmem does not model (a person's own, an import's
+    `original_id`), as read. NoteError for a frontmatter that does not read."""
+    block, _body = split_frontmatter(text)
+    if block is None:
+        return {}
+    return {k: v for k, v in load_frontmatter(block, path).data.items() if k not in ALL_KEYS}
+
+
 def with_properties(text: str, properties: dict, path: str = "") -> str:
     """`text` with properties vaultmem does not model set (an imported note's
     `original_id`): an existing entry is replaced, a new one goes last; every
