@@ -44,6 +44,7 @@ class SegmentArrays:
         self.size = reader.doc_count_all()
         deleted = reader.deleted_docs_set if reader.has_deletions() else ()
         self.alive = np.ones(self.size, dtype=bool)
+        self.whole = not deleted  # nothing deleted: Whoosh's own counts are the live ones
         if deleted:
             self.alive[np.fromiter(deleted, dtype=np.int64)] = False
         self._lengths: dict[str, np.ndarray] = {}
@@ -92,7 +93,7 @@ class LiveStatistics:
             for reader, _offset, arrays in self.leaves:
                 if (field, term) not in reader:
                     continue
-                if arrays.alive.all():
+                if arrays.whole:
                     count += reader.doc_frequency(field, term)
                     continue
                 postings = _postings(reader, field, term)
