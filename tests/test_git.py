@@ -383,3 +383,39 @@ def test_a_body_conflict_on_a_note_archived_on_one_side_is_left_at_the_archived_
     text = (a / left[0]).read_text()
     assert "said A" in text and "said B" in text and "<<<<<<<" in text.split("\n---\n", 1)[1]
     assert f"unresolved merge conflict in archive/{rel}" in vaultmem(a, "grade", ids["db"], "good", expect=2).output
+
+
+@pytest.mark.slow
+def test_a_memory_corrected_differently_on_two_machines_ends_contested_on_both(origin, monkeypatch):
+    """Each machine corrects the same wrong memory its own way: once merged both corrections are in
+    force, and the memory's `superseded_by` can name only one. sync contests the two (on the
+    machine that merges, then on the other through the remote), so recall flags them and
+    `resolve` keeps the right one; the ledgers stay clean."""
+    origin_root, ids = origin
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    on_a = Vault(a).correct(ids["cache"], "The cache is Valkey 8 on the cache host").note
+    assert "contested" not in vaultmem(a, "sync").output
+    at(monkeypatch, "2026-01-08T10:00:00")
+    on_b = Vault(b).correct(ids["cache"], "The cache is Memcached 1.6 on the cache host").note
+    said = vaultmem(b, "sync").output
+    assert "corrected on two machines" in said and on_a.id in said and on_b.id in said
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        va, vb = vault.get(on_a.id), vault.get(on_b.id)
+        assert va.contested and vb.contested
+        assert va.contested_with == (vb.link,) and vb.contested_with == (va.link,)
+        vaultmem(root, "verify", "--strict")
+        assert git(root, "status", "--porcelain").stdout == ""
+    assert vaultmem(a, "sync").output.strip() == "pulled and pushed"  # settled: not contested again
+    vaultmem(a, "resolve", on_b.id)
+    vaultmem(a, "sync")
+    vaultmem(b, "sync")
+    vault = Vault(b)
+    assert vault.get(on_a.id).status == "superseded" and not vault.get(on_b.id).contested
+    hits = [hit.note.id for hit in vault.recall("which cache runs on the cache host", k=5, min_score=0)]
+    assert on_b.id in hits and on_a.id not in hits
+    vaultmem(b, "verify", "--strict")

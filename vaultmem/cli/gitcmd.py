@@ -112,7 +112,9 @@ def sync(message, out, vault_path):
                  + "\nedit those files (keep the right lines, remove the markers), `git add` them, `git commit`, "
                    "then `vaultmem sync` again")
         raise SystemExit(EXIT_CONFLICT)
-    out.emit(result, ("committed, " if result["committed"] else "") + "pulled and pushed")
+    contested = "".join(f"\nthe same memory was corrected on two machines: {' vs '.join(ids)} are contested; "
+                        f"`vaultmem resolve ID` keeps the right one" for ids in result["contested"])
+    out.emit(result, ("committed, " if result["committed"] else "") + "pulled and pushed" + contested)
 
 
 COMMANDS = (git_group, sync)

@@ -174,17 +174,37 @@ def sync(vault, message: str) -> dict:
     committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
     if committed:
         git(root, "commit", "-q", "-m", message)
+    before = git(root, "rev-parse", "HEAD", check=False).stdout.strip()
     pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", check=False)
     resolved = resolve_moves(root)
     conflicts = unmerged_paths(root)
     if conflicts:
-        return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts, "ledger": ledger}
+        return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts, "ledger": ledger,
+                "contested": []}
     if resolved:
         git(root, "commit", "-q", "--no-edit")
     elif pulled.returncode != 0:
         raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip().splitlines()[-1:]}")
+    contested = _contest_forks(vault, root, before)
     git(root, "push", "-q")
-    return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger}
+    return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger,
+            "contested": contested}
+
+
+def _contest_forks(vault, root: Path, before: str) -> list[list[str]]:
+    """A memory corrected on two machines is superseded by both corrections once merged, each
+    in force: contest them (ops/corrections.contest_forks) and commit that, so every clone
+    shows the pair as contested until a person resolves it."""
+    from vaultmem.ops.corrections import contest_forks
+
+    if not before:
+        return []  # nothing was committed before the pull: no merge to look at
+    changed = git(root, "diff", "--name-only", "--relative", before, "HEAD", "--", ".", check=False)
+    contested = contest_forks(vault, set(changed.stdout.splitlines()))
+    if contested:
+        git(root, "add", "-A", "--", ".")
+        git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} memories corrected on two machines")
+    return contested
 
 
 # ---------------------------------------------------------------- moved on one side, changed on the other

@@ -69,6 +69,23 @@ def decide(related: list[Related]) -> tuple[Related | None, list[Related], list[
     return duplicate, superseded, contested
 
 
+def forked_corrections(notes: list[Note]) -> list[list[Note]]:
+    """Notes in force that each correct the same memory, two or more, not yet contested with
+    each other (oldest first): two machines corrected it differently and git merged both, so
+    each is in force and the memory's `superseded_by` names only one of them."""
+    by_target: dict[str, list[Note]] = {}
+    for note in notes:
+        if note.supersedes and not note.is_hidden:
+            by_target.setdefault(note.supersedes, []).append(note)
+    forks = []
+    for target in sorted(by_target):
+        group = sorted(by_target[target], key=lambda n: (n.created, n.id))
+        if len(group) > 1 and not all(other.link in note.contested_with
+                                      for note in group for other in group if other is not note):
+            forks.append(group)
+    return forks
+
+
 def similar(vault, text: str, namespace: str, kind: str, limit: int) -> list[tuple[Note, float]]:
     """Ask the vault's watcher when one runs (it owns the indexes), else search in-process."""
     from vaultmem.search.engine import engine_for
@@ -113,6 +130,30 @@ def contest_change(newer: list[Note], now: datetime) -> Callable[[Note], dict]:
         return {"contested": True, "contested_with": links[-CONTESTED_KEPT:], "updated": now}
 
     return change
+
+
+def contest_forks(vault, changed: set[str]) -> list[list[str]]:
+    """Contest with each other the corrections of one memory that a merge left in force side
+    by side (forked_corrections), where one of them or the memory is among the `changed`
+    paths: recall then shows them as contested, and `resolve` keeps the right one. Forks the
+    merge did not touch are left as they are (a person may have kept both with `resolve --both`).
+    Returns the ids of each fork contested."""
+    done = []
+    with vault.write_lock():
+        notes = vault.notes(include_hidden=True)
+        by_link = {note.link: note for note in notes}
+        for fork in forked_corrections(notes):
+            corrected = by_link.get(fork[0].supersedes)
+            if not ({note.path for note in fork} | {corrected.path if corrected else ""}) & changed:
+                continue
+            now = clock.now()
+            for note in fork:
+                others = [other for other in fork if other is not note]
+                vault.update_note(note.id, contest_change(others, now), op="contest",
+                                  detail={"with": [other.id for other in others],
+                                          "reason": f"another correction of {note.supersedes}"})
+            done.append([note.id for note in fork])
+    return done
 
 
 def correct(
