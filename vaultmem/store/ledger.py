@@ -303,9 +303,10 @@ def check_chain(lines) -> list[Problem]:
     that does not match, a wrong `seq`, a branch no `merge` record joins.
 
     The chain is a DAG (see merge records in the module docstring): each record follows
-    one earlier record (`prev`), a merge record follows two or more heads (`parents`),
-    and at the end one head is left, the last line's record. A line removed, inserted
-    or moved leaves a record following nothing before it, or a second head.
+    one earlier record (`prev`), a merge record follows two or more earlier records
+    (`parents`), and at the end one head is left, the last line's record. A line removed,
+    inserted or moved leaves a record following nothing before it, or a second head; a
+    line copied repeats a hash.
     """
     problems = []
     seqs: dict[str, int] = {GENESIS: 0}
@@ -336,9 +337,11 @@ def check_chain(lines) -> list[Problem]:
         if unknown:
             problems.append(Problem("break", where, "does not follow the line before it (a line was removed, "
                                                     "inserted or reordered)"))
-        elif len(parents) > 1 and any(p not in heads for p in parents):
-            problems.append(Problem("break", where, "a merge record joining a record that was already followed"))
+        # (A merge record's other parent may have been followed already: the side merged went on
+        # from it before a later merge brought the merge in, as in git's criss-cross histories.)
         own = record.get("hash")
+        if isinstance(own, str) and own in seqs:
+            problems.append(Problem("break", where, "the same record as an earlier line (a line was copied)"))
         if record_hash(record) != own:
             problems.append(Problem("break", where, "its hash does not match its content (the line was edited)"))
         else:
