@@ -522,3 +522,51 @@ def test_random_work_on_two_clones_always_verifies(origin, monkeypatch, seed):
     assert texts[0] == texts[1]
     for root in clones:
         assert git(root, "status", "--porcelain").stdout == ""
+
+
+@pytest.mark.slow
+def test_a_pull_that_puts_our_records_after_theirs_is_not_a_lost_ledger(origin, monkeypatch):
+    """B pushes a grade; A grades, merges B's and pushes the merge; B's next pull fast-forwards
+    to it, which puts B's own record after A's. Nothing was lost: a hand edit B then makes is
+    recorded by its next sync, not refused as tampering."""
+    origin_root, ids = origin
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    Vault(b).grade(ids["cache"], "good")
+    vaultmem(b, "sync")
+    Vault(a).grade(ids["db"], "good")
+    vaultmem(a, "sync")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    vaultmem(b, "sync")  # a fast-forward to A's merge
+    vaultmem(b, "list")  # B reads its ledger as it is now
+    path = b / Vault(b).get(ids["cache"]).path
+    path.write_text(path.read_text() + "\nA line by hand.\n")
+    said = vaultmem(b, "sync").output
+    assert "recorded 1 hand edits" in said and "warning" not in said, said
+    vaultmem(b, "verify", "--strict")
+
+
+@pytest.mark.slow
+def test_a_note_deleted_on_one_side_after_the_other_side_merged_it_stays_on_record(origin, monkeypatch):
+    """A corrects a memory and pushes; B merges that, then deletes the correction by hand and
+    syncs; A then merges B's work. Only B changed the correction since A's push: the merge
+    record must not vouch for a text of it, or A's verify finds a recorded note missing."""
+    origin_root, ids = origin
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    fixed = Vault(a).correct(ids["cache"], "The cache is Valkey 8 on the cache host").note
+    vaultmem(a, "sync")
+    Vault(b).grade(ids["db"], "good")
+    vaultmem(b, "sync")  # merges A's correction
+    (b / Vault(b).get(fixed.id).path).unlink()
+    vaultmem(b, "sync")  # records the deletion
+    at(monkeypatch, "2026-01-08T10:00:00")
+    Vault(a).grade(ids["deploy"], "good")
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vaultmem(root, "verify", "--strict")
+        assert not (root / fixed.path).exists()

@@ -128,7 +128,10 @@ def merge_ledger(base: str, ours: str, theirs: str) -> str:
         "op": "merge", "id": "", "path": "", "content": None,
         "prev": our_tip["hash"], "parents": [our_tip["hash"], their_tip["hash"]],
     }
-    both = _changed_on_both(our_tail, their_tail)
+    # Changed since the two sides parted: records one side has and the other lacks (after a
+    # criss-cross merge, records past the common prefix may be on both sides already).
+    theirs_known = {r.get("hash") for r in their_records_all if r}
+    both = _changed_on_both([r for r in our_tail if r.get("hash") not in theirs_known], their_tail)
     if both:
         record["detail"] = {"notes": both}
     record["hash"] = ledger_record_hash(record)

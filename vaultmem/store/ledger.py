@@ -162,8 +162,9 @@ class Ledger:
         if size < offset or (size == 0 and offset) or (offset and not self._same_last_line()):
             # The file was cut, emptied or replaced (a checkout of an older commit or of another
             # branch does this too, keeping its size or growing): read it again, remembering
-            # what it held for `verify` to judge.
-            self._reset(lost=(seq, tip))
+            # what it held for `verify` to judge, unless it still holds the tip read last (a pull
+            # that fast-forwarded to a merge puts our records after theirs: nothing was lost).
+            self._reset(lost=None if tip != GENESIS and self._holds_record(tip) else (seq, tip))
             offset, seq, tip = 0, 0, GENESIS
         if size > offset:
             with open(self.path, "rb") as handle:
@@ -182,6 +183,23 @@ class Ledger:
                 self._take(records, offset, offset + len(complete), _last_line(complete))
                 offset, seq, tip = self._tip()
         return offset, seq, tip
+
+    def _holds_record(self, record_hash: str) -> bool:
+        """Whether a line of the file is the record with this hash (its ancestors then are too,
+        or `verify` finds the chain broken)."""
+        wanted = record_hash.encode("ascii", "replace")
+        try:
+            with open(self.path, "rb") as handle:
+                for line in handle:
+                    if wanted in line:  # as its own hash, or as the `prev` of the record after it
+                        try:
+                            if json.loads(line).get("hash") == record_hash:
+                                return True
+                        except (ValueError, AttributeError):
+                            continue
+        except OSError:
+            pass
+        return False
 
     def _same_last_line(self) -> bool:
         """Whether the last line read is still where it was, with the same bytes: a file
