@@ -238,3 +238,33 @@ def test_a_turn_of_the_loop_that_fails_is_logged_and_the_watcher_goes_on_followi
     finally:
         stop.set()
         thread.join(timeout=10)
+
+
+def test_writes_arriving_together_do_not_wait_on_the_watcher_asking_itself(vault_dir, watcher):
+    """More adds and grades at once than the watcher has workers: an add's duplicate check ran
+    through the watcher's own socket, so with every worker taken (one holding the write lock,
+    the rest waiting for it) each add waited out the 5 s timeout, one after the other."""
+    from vaultmem.service.server import WORKERS
+
+    first = ask(str(vault_dir), {"op": "add", "now": os.environ.get("VAULTMEM_NOW"),
+                                 "args": {"text": "The fax machine is on floor 2", "namespace": "office"}}, timeout=60)
+    assert first["ok"], first
+    requests = [{"op": "add", "now": os.environ.get("VAULTMEM_NOW"),
+                 "args": {"text": f"Bike rack R{i} holds {i + 3} bikes", "namespace": f"racks{i}"}}
+                for i in range(WORKERS + 2)]
+    requests += [{"op": "grade", "now": os.environ.get("VAULTMEM_NOW"),
+                  "args": {"note_id": first["data"]["id"], "rating": "good"}} for _ in range(4)]
+    answers = [None] * len(requests)
+
+    def send(i):
+        answers[i] = ask(str(vault_dir), requests[i], timeout=120)
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(requests))]
+    start = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took = time.monotonic() - start
+    assert all(answer and answer["ok"] for answer in answers), answers
+    assert took < 10, f"{len(requests)} writes took {took:.1f} s"

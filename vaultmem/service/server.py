@@ -29,7 +29,7 @@ import sys
 
 # `ask` is re-exported for callers that still import it from here (ops/corrections.py).
 from vaultmem.errors import UnsafeSocket, VaultmemError
-from vaultmem.service.client import MAX_REQUEST, PROTOCOL, ask, socket_path, socket_problem
+from vaultmem.service.client import MAX_REQUEST, PROTOCOL, SERVING, ask, socket_path, socket_problem
 
 __all__ = ["ask", "prepare_socket", "private_socket_dir", "serve", "socket_path"]
 
@@ -87,6 +87,7 @@ def serve(vault_root: str, handle, ready=None, stop_event=None, log=None) -> Non
     listener.listen(128)
     loop = _ConnectionLoop(listener, handle, log or _log_to_stderr)
     thread = threading.Thread(target=loop.run, name="vaultmem-socket", daemon=True)
+    SERVING.add(path)  # this process answers in-process what it would ask this socket
     thread.start()
     try:
         if ready:
@@ -95,6 +96,7 @@ def serve(vault_root: str, handle, ready=None, stop_event=None, log=None) -> Non
         while not stop_event.wait(1.0):  # (a timed wait: the main thread runs a signal's handler within 1 s)
             pass
     finally:
+        SERVING.discard(path)
         loop.stop()
         thread.join(timeout=5)
         listener.close()
