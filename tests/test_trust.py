@@ -399,3 +399,26 @@ def test_why_gives_every_time_in_the_vaults_one_form(run):
     info = run.json("why", note["id"])
     times = [info["created"], *(event["time"] for event in info["history"])]
     assert len(times) >= 3 and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", t) for t in times), times
+
+
+def test_a_grade_that_waited_for_the_write_lock_is_not_taken_for_a_cut_ledger(vault, vault_dir, monkeypatch):
+    """Another process holds the write lock (a long decay or import) while a grade waits for
+    it: the review and its ledger record are stamped once the lock is held, so verify finds
+    the grade's record (it was stamped before the wait, 3 s before its record: tampering)."""
+    import subprocess
+    import sys
+    import time
+
+    monkeypatch.delenv("VAULTMEM_NOW")  # the real clock: the wait shows in the times
+    note = vault.add("The tape backup runs at 2 am nightly", "ops").note
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); "
+        "print('held', flush=True); time.sleep(3.5)"), str(vault_dir / ".vaultmem" / "write.lock")],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    vault.grade(note.id, "good")
+    assert time.monotonic() - start > 2.5  # it did wait
+    holder.wait()
+    result = vault.verify()
+    assert result["tampering"] == [] and result["breaks"] == []

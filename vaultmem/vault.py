@@ -745,7 +745,6 @@ class Vault:
         from vaultmem.ops.provenance import current_project, current_session
 
         rating = parse_rating(rating)
-        now = clock.now()
         records: list[dict] = []
         session, project = current_session(session), current_project(project)
         self.screen_names(comment=comment, session=session, project=project)  # the review log keeps them
@@ -759,6 +758,10 @@ class Vault:
             return changes
 
         with self.write_lock():
+            # The review's time once the lock is held: the ledger's record of it is written then
+            # (a grade that waited for a long decay was logged before its record by the wait,
+            # which verify takes for a ledger whose tail was cut).
+            now = clock.now()
             _before, after = self.update_note(note_id, change, op="grade", detail={"rating": rating})
             record = dict(records[0], comment=comment or None, path=after.path, status=after.status)
             append_jsonl(self.reviews_log, record)
