@@ -268,3 +268,38 @@ def test_writes_arriving_together_do_not_wait_on_the_watcher_asking_itself(vault
     took = time.monotonic() - start
     assert all(answer and answer["ok"] for answer in answers), answers
     assert took < 10, f"{len(requests)} writes took {took:.1f} s"
+
+
+@pytest.mark.parametrize("how", ["deleted", "moved out of the vault", "renamed"])
+def test_a_folder_deleted_or_moved_away_has_its_notes_recorded_as_gone(vault_dir, watcher, tmp_path, how):
+    """A folder removed at once sends one event for the folder, none per note: the watcher looks
+    up the notes recorded under it (a folder renamed inside the vault keeps its notes)."""
+    import shutil
+
+    from vaultmem.vault import Vault
+
+    folder = vault_dir / "memories" / "garden"
+    folder.mkdir(parents=True)
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(f"Hand note {i} about tomatoes in bed {i}\n")
+    vault = Vault(vault_dir)
+    assert vault.verify()["recorded"] == 3
+    wait_until(lambda: len(recall_ids(vault_dir, "tomatoes bed")) == 3)  # the watcher knows the folder
+    if how == "deleted":
+        shutil.rmtree(folder)
+    elif how == "renamed":
+        folder.rename(vault_dir / "memories" / "allotment")
+    else:
+        shutil.move(str(folder), str(tmp_path / "elsewhere"))
+    ledger = vault_dir / ".vaultmem" / "ledger.jsonl"
+
+    def gone() -> int:
+        return sum('"external-delete"' in line for line in ledger.read_text().splitlines())
+
+    if how == "renamed":
+        time.sleep(2.0)  # the watcher's rescan and recording have had their time
+        assert gone() == 0
+    else:
+        wait_until(lambda: gone() == 3)
+    result = Vault(vault_dir).verify(record=False)
+    assert result["changes"] == [] and result["tampering"] == []

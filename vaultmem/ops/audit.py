@@ -205,7 +205,7 @@ def record_external_edits(vault, paths: Iterable[str]) -> int:
     with vault.write_lock():
         for rel in paths:
             path = vault.root / rel
-            if not path.exists():
+            if rel.endswith("/") or not path.exists():  # ("folder/": a folder deleted or moved away)
                 count += record_deletion(vault, rel)
                 continue
             try:
@@ -221,12 +221,13 @@ def record_external_edits(vault, paths: Iterable[str]) -> int:
 
 
 def record_deletion(vault, rel: str) -> int:
-    """A note file gone by hand: record it, unless its note lives on elsewhere (moved, archived)."""
-    gone = vault.ledger.ids_last_at(rel)
+    """A note file gone by hand (or every note of a folder, `rel` ending in "/"): record it,
+    unless its note lives on elsewhere (moved, archived)."""
+    gone = vault.ledger.ids_last_under(rel) if rel.endswith("/") else vault.ledger.ids_last_at(rel)
     catalog = vault.catalog(fresh=True)
     deleted = [note_id for note_id in gone if not catalog.id_taken(note_id)]
     for note_id in deleted:
-        _record_gone(vault, note_id, rel, "watcher")
+        _record_gone(vault, note_id, (vault.ledger.last(note_id) or {}).get("path") or rel, "watcher")
     return len(deleted)
 
 

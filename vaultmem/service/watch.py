@@ -64,8 +64,10 @@ class ChangeCollector:
             if top not in NOTE_FOLDERS:
                 continue
             if event.is_directory:
-                if event.event_type in ("moved", "deleted"):
-                    self.record(rescan=True)
+                if event.event_type in ("moved", "deleted") and attr == "src_path":
+                    # "folder/": the notes recorded under it are looked for after the rescan (a
+                    # folder deleted or moved out of the vault sends no event per file)
+                    self.record((rel + "/",), rescan=True)
                 continue
             if is_note_path(rel):
                 self.record((rel,))
@@ -205,8 +207,7 @@ def _turn(engine, collector: ChangeCollector, clocks: dict, on_update) -> None:
         except LockTimeout:
             collector.record(paths, rescan)  # again after DEBOUNCE
             return
-        if not rescan:
-            result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
+        result = dict(result, recorded=_record_hand_edits(engine.vault, paths))
         if on_update:
             on_update("rescan" if rescan else "update", result)
     elif now - clocks["scan"] > RESCAN_EVERY:

@@ -293,6 +293,13 @@ class Ledger:
         return [note_id for (note_id,) in self.db.execute(
             "SELECT id FROM ledger_last WHERE path = ? AND content IS NOT NULL", (path,))]
 
+    def ids_last_under(self, folder: str) -> list[str]:
+        """Notes whose last record puts them, with text, under `folder` (ending in "/")."""
+        self._catch_up()
+        return [note_id for (note_id,) in self.db.execute(
+            "SELECT id FROM ledger_last WHERE path >= ? AND path < ? AND content IS NOT NULL",
+            (folder, folder[:-1] + chr(ord("/") + 1)))]
+
     def records(self) -> Iterator[tuple[int, dict | None, str]]:
         """Every line as (line number, record or None if unreadable, raw text)."""
         if not self.path.exists():
