@@ -86,6 +86,18 @@ def test_newer_memory_on_the_same_subject_outranks_the_older(run):
     assert top_ids(run, "how did we deploy the web app before we switched")[0] == old["id"]
 
 
+@pytest.mark.real_model
+def test_a_query_naming_the_older_memorys_code_keeps_it_first(run):
+    """Four shelves added one after the other read as one subject with newer values; a query
+    naming box 77 wants the shelf that holds it, not the newest shelf."""
+    ids = {}
+    for day, shelf in enumerate((7, 9, 10, 12), 1):
+        ids[shelf] = run.json("add", f"Shelf S{shelf} holds box {shelf * 11}", "-n", "storage",
+                              "--created", f"2025-03-0{day}T10:00:00")["id"]
+    assert top_ids(run, "which shelf holds box 77")[0] == ids[7]
+    assert top_ids(run, "which shelf holds box 132")[0] == ids[12]
+
+
 def test_query_naming_a_time_prefers_memories_from_then(run):
     march = run.json("add", "Team offsite in Lisbon, we planned the roadmap", "-n", "team",
                      "--created", "2025-03-12T09:00:00")

@@ -957,7 +957,7 @@ class RecallEngine:
             from vaultmem.search.rerank import rerank_by_words
 
             fused = rerank_by_words(query, fused, lambda paths: [embed_text(notes[p]) for p in paths], token_vectors)
-        fused = self._newer_first(fused, notes, intent)
+        fused = self._newer_first(fused, notes, intent, query)
         hits = []
         for path, score, signals in fused[:top_k]:
             note = notes[path]
@@ -1073,10 +1073,15 @@ class RecallEngine:
         ta, tb = _content_terms(a), _content_terms(b)
         return bool(ta and tb) and len(ta & tb) / min(len(ta), len(tb)) >= SAME_SUBJECT_OVERLAP
 
-    def _newer_first(self, fused: list, notes: dict[str, Note], intent) -> list:
-        """Same subject, same namespace: the newer memory goes above the older one."""
+    def _newer_first(self, fused: list, notes: dict[str, Note], intent, query: str) -> list:
+        """Same subject, same namespace: the newer memory goes above the older one, unless the
+        query names a number or code only the older one holds ("which shelf holds box 77" asks
+        for "Shelf S7 holds box 77", not for the newer "Shelf S12 holds box 132")."""
         if self.vectors is None or intent.prefer == "older" or intent.has_window or len(fused) < 2:
             return fused
+        from vaultmem.search.bm25 import _query_analyzer
+
+        codes = frozenset(t.text for t in _query_analyzer()(query) if any(c.isdigit() for c in t.text))
         head = fused[: max(10, CANDIDATES // 2)]
         order = list(head)
         for i in range(len(head)):
@@ -1085,6 +1090,8 @@ class RecallEngine:
                 older, newer = notes[older_path], notes[newer_path]
                 if newer.created <= older.created or newer.namespace != older.namespace:
                     continue
+                if codes and (codes & _content_terms(older)) - _content_terms(newer):
+                    continue  # the query names the older one
                 if not self._same_subject(older, newer):
                     continue
                 pos_old = next(k for k, item in enumerate(order) if item[0] == older_path)
