@@ -7896,7 +7896,7 @@ function grade(note, rating, now, config) {
   let strength = idleDecay(note, now, config);
   if (rating === "good" || rating === "easy") strength = Math.min(1, strength + config.strength_reward);
   let status = note.status;
-  if (lapses >= config.leech_lapses) status = "suspended";
+  if (lapses > note.lapses && lapses >= config.leech_lapses) status = "suspended";
   else if (status === "stale") status = "active";
   const stability = pyRound(card.stability, 4);
   const difficulty = pyRound(card.difficulty, 4);

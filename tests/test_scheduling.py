@@ -79,7 +79,19 @@ def test_leech_is_suspended_after_eight_lapses_and_left_out_of_recall(run):
     assert run.json("show", note["id"]) == before, "a refused grade writes nothing"
     restored = run.json("restore", note["id"])
     assert restored["status"] == "active"
-    assert run.json("grade", note["id"], "good", now=format_datetime(when))["reps"] == before["reps"] + 1
+    # A second chance: grades that recall it keep it in use (the next grade re-suspended it before),
+    # and health no longer names it; its next lapse suspends it again.
+    graded = run.json("grade", note["id"], "good", now=format_datetime(when))
+    assert graded["reps"] == before["reps"] + 1 and graded["status"] == "active"
+    assert run.json("health")["leeches"] == []
+    assert run.json("recall", "office door code")[0]["id"] == note["id"]
+    for _ in range(20):
+        when += timedelta(days=max(1, (parse_datetime(graded["due"]) - when).days + 1))
+        graded = run.json("grade", note["id"], "again" if graded["state"] == "review" else "good",
+                          now=format_datetime(when))
+        if graded["lapses"] > 8:
+            break
+    assert graded["lapses"] == 9 and graded["status"] == "suspended"
 
 
 def test_review_lists_due_notes_most_at_risk_first(run):

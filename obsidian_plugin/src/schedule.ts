@@ -222,7 +222,7 @@ export function grade(note: Note, rating: Rating, now: number, config: Config): 
   let strength = idleDecay(note, now, config);
   if (rating === "good" || rating === "easy") strength = Math.min(1.0, strength + config.strength_reward);
   let status = note.status;
-  if (lapses >= config.leech_lapses) status = "suspended";
+  if (lapses > note.lapses && lapses >= config.leech_lapses) status = "suspended"; // the lapse that reaches it
   else if (status === "stale") status = "active";
   const stability = pyRound(card.stability!, 4);
   const difficulty = pyRound(card.difficulty!, 4);

@@ -87,6 +87,10 @@ describe("commands", () => {
     expect(plugin.run("restore")).toBe(true);
     await settle();
     expect(app.vault.files.get("memories/work/leech.md")).toContain("status: active");
+    // A second chance, as the CLI gives it: a grade that recalls it keeps it in use.
+    expect(plugin.run("grade-good")).toBe(true);
+    await settle();
+    expect(app.vault.files.get("memories/work/leech.md")).toContain("status: active");
   });
 
   it("grade the open note with hotkeys, changing only the FSRS, strength and updated lines", async () => {

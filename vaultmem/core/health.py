@@ -54,7 +54,8 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
             if link and link not in links:
                 problems.append({"path": note.path, "problem": f"{name} links to {link}, which no note is named "
                                  "now (a file renamed or deleted by hand?); point the link at the note's name"})
-    leeches = sorted(n.id for n in notes if n.lapses >= config.leech_lapses)
+    # (a leech a person restored is in use again by their decision: not listed until its next lapse)
+    leeches = sorted(n.id for n in notes if n.status == "suspended" and n.lapses >= config.leech_lapses)
     due = [n for n in visible if n.due <= now]
     by_link = {n.link: n for n in notes}
     contested = sorted({tuple(sorted((n.id, by_link[link].id))) for n in visible if n.contested

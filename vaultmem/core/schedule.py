@@ -68,8 +68,10 @@ def grade(note: Note, rating: Rating, now: datetime, config: Config) -> tuple[di
     """Review `note` with `rating` at `now`.
 
     Returns (changes to apply to the note, review-log record). A lapse is an
-    `again` on a memory FSRS had graduated to review; at `leech_lapses` lapses
-    the memory is suspended (left out of recall until a person restores it).
+    `again` on a memory FSRS had graduated to review; the lapse that reaches
+    `leech_lapses` suspends the memory (left out of recall until a person
+    restores it; a restored one is suspended again by its next lapse, not by
+    its next grade).
     """
     import fsrs
 
@@ -80,7 +82,7 @@ def grade(note: Note, rating: Rating, now: datetime, config: Config) -> tuple[di
     if rating in ("good", "easy"):
         strength = min(1.0, strength + config.strength_reward)
     status = note.status
-    if lapses >= config.leech_lapses:
+    if lapses > note.lapses and lapses >= config.leech_lapses:
         status = "suspended"
     elif status == "stale":
         status = "active"
