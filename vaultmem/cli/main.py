@@ -273,7 +273,7 @@ def watch(idle_exit, out, vault_path):
     import signal
     import threading
 
-    from vaultmem.search.engine import RecallEngine
+    from vaultmem.search.engine import RecallEngine, adopt_engine
     from vaultmem.service.backfill import FILL_TURN
     from vaultmem.service.server import prepare_socket, serve
     from vaultmem.service.watch import request_handler, run_watcher
@@ -283,6 +283,7 @@ def watch(idle_exit, out, vault_path):
     # Serving starts after one bounded sync: notes never embedded (a vault's first use) are embedded
     # in the background (service/backfill.py), FILL_TURN at a time, not before the first answer.
     engine = RecallEngine(vault, embed_limit=FILL_TURN)
+    adopt_engine(engine)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())

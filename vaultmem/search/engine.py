@@ -1076,7 +1076,8 @@ class RecallEngine:
     def _newer_first(self, fused: list, notes: dict[str, Note], intent, query: str) -> list:
         """Same subject, same namespace: the newer memory goes above the older one, unless the
         query names a number or code only the older one holds ("which shelf holds box 77" asks
-        for "Shelf S7 holds box 77", not for the newer "Shelf S12 holds box 132")."""
+        for "Shelf S7 holds box 77", not for the newer "Shelf S12 holds box 132") and the newer
+        one did not supersede it."""
         if self.vectors is None or intent.prefer == "older" or intent.has_window or len(fused) < 2:
             return fused
         from vaultmem.search.bm25 import _query_analyzer
@@ -1090,8 +1091,9 @@ class RecallEngine:
                 older, newer = notes[older_path], notes[newer_path]
                 if newer.created <= older.created or newer.namespace != older.namespace:
                     continue
-                if codes and (codes & _content_terms(older)) - _content_terms(newer):
-                    continue  # the query names the older one
+                named = codes and (codes & _content_terms(older)) - _content_terms(newer)
+                if named and older.superseded_by != newer.link:
+                    continue  # the query names the older one (which nothing said is outdated)
                 if not self._same_subject(older, newer):
                     continue
                 pos_old = next(k for k, item in enumerate(order) if item[0] == older_path)
@@ -1149,6 +1151,13 @@ def engine_for(vault) -> RecallEngine:
     if engine is None:
         engine = _ENGINES[_engine_key(vault)] = RecallEngine(vault)
     return engine
+
+
+def adopt_engine(engine: RecallEngine) -> None:
+    """Make `engine` the one engine_for returns for its vault in this process: the watcher's,
+    so the work it does for a request in-process (an add's duplicate check) uses the engine it
+    serves with, not a second one holding its own copy of the caches."""
+    _ENGINES[_engine_key(engine.vault)] = engine
 
 
 def existing_engine(vault) -> RecallEngine | None:

@@ -17,6 +17,7 @@ import json
 import os
 import socket
 import stat
+import threading
 
 PROTOCOL = 1
 CONNECT_TIMEOUT = 0.2
@@ -24,10 +25,11 @@ MAX_MESSAGE = 16 * 1024 * 1024  # a reply
 MAX_REQUEST = 1024 * 1024  # a request: a query or a note's text, with room to spare
 
 
-# The sockets this process serves (service/server.serve). The watcher's own work (an add's
-# duplicate check, in a worker thread holding the write lock) must not ask its own socket: the
-# answer would wait for a worker, each of them waiting for that lock (5 s per add, then exit 75).
-SERVING: set[str] = set()
+# The socket the calling thread is answering a request of (service/server.serve sets it in its
+# workers). Work done for a request (an add's duplicate check, holding the write lock) must not
+# ask that same socket: the answer would wait for a free worker, each of them waiting for that
+# lock (5 s an add, then exit 75), so it is done in-process.
+ANSWERING = threading.local()
 
 
 def socket_path(vault_root: str) -> str:
@@ -89,7 +91,7 @@ def ask(vault_root: str, request: dict, timeout: float = 5.0) -> dict | None:
     """Send one request to the vault's watcher; None when no watcher answers, or when its socket
     is not safely this user's (`socket_problem`): the caller then does the work itself."""
     path = socket_path(vault_root)
-    if path in SERVING or not os.path.exists(path) or socket_problem(path):
+    if getattr(ANSWERING, "path", None) == path or not os.path.exists(path) or socket_problem(path):
         return None
     message = json.dumps(dict(request, protocol=PROTOCOL)).encode("utf-8") + b"\n"
     if len(message) > MAX_REQUEST:

@@ -29,7 +29,7 @@ import sys
 
 # `ask` is re-exported for callers that still import it from here (ops/corrections.py).
 from vaultmem.errors import UnsafeSocket, VaultmemError
-from vaultmem.service.client import MAX_REQUEST, PROTOCOL, SERVING, ask, socket_path, socket_problem
+from vaultmem.service.client import ANSWERING, MAX_REQUEST, PROTOCOL, ask, socket_path, socket_problem
 
 __all__ = ["ask", "prepare_socket", "private_socket_dir", "serve", "socket_path"]
 
@@ -85,9 +85,16 @@ def serve(vault_root: str, handle, ready=None, stop_event=None, log=None) -> Non
         os.umask(old_umask)
     os.chmod(path, 0o600)
     listener.listen(128)
-    loop = _ConnectionLoop(listener, handle, log or _log_to_stderr)
+
+    def answer(request):
+        ANSWERING.path = path  # what answering asks of this socket, it does itself (client.ask)
+        try:
+            return handle(request)
+        finally:
+            ANSWERING.path = None
+
+    loop = _ConnectionLoop(listener, answer, log or _log_to_stderr)
     thread = threading.Thread(target=loop.run, name="vaultmem-socket", daemon=True)
-    SERVING.add(path)  # this process answers in-process what it would ask this socket
     thread.start()
     try:
         if ready:
@@ -96,7 +103,6 @@ def serve(vault_root: str, handle, ready=None, stop_event=None, log=None) -> Non
         while not stop_event.wait(1.0):  # (a timed wait: the main thread runs a signal's handler within 1 s)
             pass
     finally:
-        SERVING.discard(path)
         loop.stop()
         thread.join(timeout=5)
         listener.close()
