@@ -55,7 +55,10 @@ CASES = [
      0.85, U),
     ("word-not-value", "The deploy script is fragile", "The deploy script is fast", 0.86, U),
     ("similarity-only", "Reviews need two approvals", "Merges require a second reviewer", 0.85, U),
-    ("sentence-start-not-name", "Staging uses Redis 7", "Production uses Redis 7", 0.9, U),
+    # a word at sentence start before its verb: another subject when the object is one many may
+    # have (two environments on one Redis), unclear when one holder fills it (maybe an update)
+    ("sentence-start-subjects", "Staging uses Redis 7", "Production uses Redis 7", 0.9, P),
+    ("sentence-start-not-name", "Buildkite runs our CI", "Jenkins runs our CI", 0.9, U),
     ("swapped-roles", "Alice reports to Bob", "Bob reports to Alice", 0.95, U),
     ("qualified", "We deploy on Fridays except in December", "We deploy on Fridays", 0.88, U),
     ("same-project-other-figures", "The monthly budget for Orion is 367 thousand euros, approved by Omar in June",
@@ -104,6 +107,15 @@ CASES = [
      "Omar: Wow, Nadia! That crust looks perfect, your kitchen must smell amazing.", 0.9, P),
     ("chat-lines-one-negated", "Omar: Cheers, Nadia! Can't wait to try your sourdough recipe this weekend.",
      "Omar: Great chat, Nadia! Hope the bakery opening goes smoothly next week.", 0.9, P),
+    # the same fact of two people at sentence start: two subjects, even after a role word whose
+    # object is indefinite (anyone may own a red bicycle; one person owns the billing service)
+    ("role-word-with-an-indefinite-object", "Judy owns a red bicycle", "Heidi owns a red bicycle", 0.9, P),
+    ("two-people-doing-the-same", "Dan keeps bees on the roof", "Bob keeps bees on the roof", 0.9, P),
+    ("two-places-running-the-same", "Production serves Postgres 16 on port 5433",
+     "Staging serves Postgres 16 on port 5433", 0.9, P),
+    ("role-word-with-one-object", "Priya owns the billing service", "Tomas owns the billing service", 0.9, C),
+    ("role-word-with-a-count", "Ines maintains two repos for the app", "Raul maintains two repos for the app",
+     0.9, P),
 ]
 
 

@@ -405,19 +405,42 @@ def _names_subject(t: _Tok, p: _Parsed) -> bool:
     return nxt is not None and (nxt.key in VERB_STOPS or nxt.kind == "word")
 
 
-def _topic(t: _Tok, p: _Parsed, shared_values: set[str]) -> bool:
+INDEFINITE = frozenset("a an another some several many any".split())
+DEFINITE = frozenset("the our my your his her their its this that".split())
+
+
+def _role_slot(p: _Parsed) -> bool:
+    """A role word whose object is one thing ("owns the billing service", "leads the team",
+    "is on call"): the name that fills it is the slot's holder. Not before an indefinite
+    object or a count ("owns a red bicycle", "maintains two repos"): many may."""
+    for i, t in enumerate(p.toks):
+        if t.kind == "word" and t.key in ROLE:
+            nxt = next((u for u in p.toks[i + 1:] if u.kind != "punct"), None)
+            if nxt is None or not (nxt.raw.lower() in INDEFINITE or nxt.kind == "num"):
+                return True
+    return False
+
+
+def _topic(t: _Tok, p: _Parsed, shared_values: set[str], weak: bool = False) -> bool:
     """Is `t` the thing the sentence is about rather than a value it states of it? A name or
     code followed by its own verb ("the flight to Lisbon leaves ...", "table sessions in
     ClickHouse holds ...") or a code (an instance: eta-9, PROJ-12) named before a value both
     texts share ("never restart eta-9 ... on host mq29"): the facts sit on it, so another one
     there is another thing, not a new value. Not before "is" and a description: "GitHub
     Actions is our CI" names what fills a role; nor a capitalised name before a shared one
-    ("we use Jenkins for CI")."""
-    if t.kind not in ("name", "code"):
+    ("we use Jenkins for CI"). With `weak` (both sides' values open their sentence), a word
+    at sentence start too, before its verb and an object many may have ("Bob keeps bees",
+    "Staging uses Redis 7"), not one thing a single holder fills ("Jenkins runs our CI",
+    "Maria handles the payroll": maybe an update)."""
+    if t.kind not in ("name", "code") and not (weak and t.kind == "weak"):
         return False
     i = p.toks.index(t)
     nxt = p.toks[i + 1] if i + 1 < len(p.toks) else None
-    if nxt is not None and nxt.kind == "word" and nxt.raw.lower().endswith("s") and not nxt.raw.endswith("ss"):
+    verb = nxt is not None and nxt.kind == "word" and nxt.raw.lower().endswith("s") and not nxt.raw.endswith("ss")
+    if t.kind == "weak":
+        obj = next((u for u in p.toks[i + 2:] if u.kind != "punct"), None)
+        return verb and obj is not None and obj.raw.lower() not in DEFINITE
+    if verb:
         return True
     after = p.toks[i + 2] if i + 2 < len(p.toks) else None
     if nxt is not None and nxt.key in BE and after is not None and after.kind == "word":
@@ -503,14 +526,18 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
             return Verdict("unclear", f"values differ in different places: {x.raw} vs {y.raw}")
         reason = f"{LABEL[fam_x]} differ: {x.raw} vs {y.raw}"
         shared_values = {t.key for t in shared if t.kind not in ("word", "name", "weak")}
-        if not (cues & ROLE and fam_x == "name") and _topic(x, a, shared_values) and _topic(y, b, shared_values):
+        role = bool(cues & ROLE) and _role_slot(a) and _role_slot(b)
+        # Two names at sentence start, each followed by its verb ("Bob keeps bees ..." / "Dan
+        # keeps bees ..."): the sentences are about them, as for names elsewhere in a sentence.
+        weak = x.kind == y.kind == "weak"
+        if not (role and fam_x == "name") and _topic(x, a, shared_values, weak) and _topic(y, b, shared_values, weak):
             return Verdict("compatible", f"other subjects: {x.raw} / {y.raw}")
-        if fam_x == "name" and not cues & ROLE:
+        if fam_x == "name" and not role:
             if cues & ADDITIVE:
                 return Verdict("compatible", f"both can hold: {x.raw} / {y.raw}")
             if "weak" in (x.kind, y.kind):
                 return Verdict("unclear", reason + " (may not be names)")
-        elif cues & ADDITIVE and not cues & ROLE:
+        elif cues & ADDITIVE and not role:
             return Verdict("unclear", reason + " (both may hold)")
         return conflict(reason, slot=True)
     if not vals_a and not vals_b and len(heavy_a) == len(heavy_b) == 1:
