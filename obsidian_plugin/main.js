@@ -6652,6 +6652,13 @@ function splitFrontmatter(raw) {
   }
   return [null, text];
 }
+function unclosedProperties(raw) {
+  if (splitFrontmatter(raw)[0] !== null) return false;
+  const lines = (raw.startsWith(BOM2) ? raw.slice(1) : raw).split(/\r\n|\n|\r/).slice(0, 40);
+  if (!lines.length || lines[0].trimEnd() !== "---") return false;
+  const following = lines.slice(1).find((line) => line.trim() !== "");
+  return following !== void 0 && /^[A-Za-z_][\w .-]*:(\s|$)/.test(following);
+}
 function splitLines2(block) {
   return block.match(/[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$/g) ?? [];
 }
@@ -6873,6 +6880,13 @@ function renderNote(note, original) {
   const wanted = fieldValues(note);
   const wantedMap = new Map(wanted);
   const [block, oldBody] = original !== void 0 ? splitFrontmatter(original) : [null, ""];
+  if (block === null && original !== void 0 && unclosedProperties(original)) {
+    throw new NoteError(
+      note.path,
+      "it opens with --- and properties, but no --- line closes them",
+      "add the closing --- line under the properties, then run the command again"
+    );
+  }
   if (block === null) {
     return `${bom}---${newline}${wanted.map(([k, v]) => renderEntry(k, v, newline)).join("")}---${newline}${note.body}`;
   }

@@ -313,3 +313,20 @@ def test_properties_left_without_their_closing_line_are_named_by_health(run, vau
     assert "no --- line closes them" in problems[note["path"]]
     path.write_text(head + "\n---\n" + body)
     assert not run.json("health")["problems"]
+
+
+def test_a_note_whose_properties_are_not_closed_is_never_rewritten(run, vault_dir):
+    """A hand note opening with --- and a property, never closed: a grade put a new properties
+    block above it, leaving the person's tag in the text. It is named and left as it is."""
+    folder = vault_dir / "memories" / "dev"
+    folder.mkdir(parents=True)
+    path = folder / "onedash.md"
+    text = "---\ntags: [oops]\nThe only marker is at the top and never closed, about pelicans\n"
+    path.write_text(text)
+    refused = run("grade", "onedash", "good", expect=2).output
+    assert "no --- line closes them" in refused and "add the closing ---" in refused
+    assert path.read_text() == text
+    problems = {p["path"]: p["problem"] for p in run.json("health")["problems"]}
+    assert "no --- line closes them" in problems["memories/dev/onedash.md"]
+    run.json("decay", "--days", "0")
+    assert path.read_text() == text

@@ -71,6 +71,16 @@ export function splitFrontmatter(raw: string): [string | null, string] {
   return [null, text];
 }
 
+/** Whether `raw` opens a properties block (a --- line, then `key: value` lines) whose closing ---
+ * is missing (note.py's `unclosed_properties`): a rewrite would leave the person's properties in the text. */
+export function unclosedProperties(raw: string): boolean {
+  if (splitFrontmatter(raw)[0] !== null) return false;
+  const lines = (raw.startsWith(BOM) ? raw.slice(1) : raw).split(/\r\n|\n|\r/).slice(0, 40);
+  if (!lines.length || lines[0].trimEnd() !== "---") return false;
+  const following = lines.slice(1).find((line) => line.trim() !== "");
+  return following !== undefined && /^[A-Za-z_][\w .-]*:(\s|$)/.test(following);
+}
+
 function splitLines(block: string): string[] {
   return block.match(/[^\r\n]*(?:\r\n|\n|\r)|[^\r\n]+$/g) ?? [];
 }
@@ -311,6 +321,10 @@ export function renderNote(note: Note, original?: string): string {
   const wanted = fieldValues(note);
   const wantedMap = new Map(wanted);
   const [block, oldBody] = original !== undefined ? splitFrontmatter(original) : [null, ""];
+  if (block === null && original !== undefined && unclosedProperties(original)) {
+    throw new NoteError(note.path, "it opens with --- and properties, but no --- line closes them",
+      "add the closing --- line under the properties, then run the command again");
+  }
   if (block === null) {
     return `${bom}---${newline}${wanted.map(([k, v]) => renderEntry(k, v, newline)).join("")}---${newline}${note.body}`;
   }

@@ -30,3 +30,13 @@ describe("FSRS as the Python side schedules it", () => {
     expect(card.stability.toFixed(4)).toBe("7.3192");
   });
 });
+
+describe("a note whose properties are not closed", () => {
+  it("is refused, not rewritten with new properties above the person's own (as the CLI)", async () => {
+    const path = "memories/dev/onedash.md";
+    const text = "---\ntags: [oops]\nThe only marker is at the top and never closed, about pelicans\n";
+    const io = new MemoryIO({ [path]: text }, parseDateText("2026-01-05T09:00:00"));
+    await expect(gradeNote(io, path, "good", parseDateText("2026-01-05T10:00:00"))).rejects.toThrow("no --- line closes them");
+    expect(io.files.get(path)).toBe(text);
+  });
+});

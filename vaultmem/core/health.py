@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from vaultmem.config import Config
 from vaultmem.core.instructions import instruction_reason
 from vaultmem.core.model import STATUSES, TIERS, Note
+from vaultmem.core.note import unclosed_properties
 
 
 def instruction_warnings(notes: Sequence[Note]) -> list[dict]:
@@ -44,9 +45,9 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
             problems.append({"path": note.path, "problem": f"status is {note.status} but the file is {where}; "
                              f"run `vaultmem restore {note.id}` or `vaultmem archive {note.id}`"})
     for note in notes:
-        if _unclosed_properties(note.body):
-            problems.append({"path": note.path, "problem": "opens with --- and an id: line but no --- line closes "
-                             "them, so they read as text and the note as one without properties; close them "
+        if not note.present and unclosed_properties(note.body):
+            problems.append({"path": note.path, "problem": "opens with --- and properties but no --- line closes "
+                             "them, so they read as text (and vaultmem will not rewrite it); close them "
                              "with a --- line"})
     links = {n.link for n in notes}
     for note in notes:
@@ -101,10 +102,3 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
         "warnings": warnings,
         "first": first,
     }
-
-
-def _unclosed_properties(body: str) -> bool:
-    """Whether a note's text is a properties block whose closing --- line is missing: Obsidian
-    (and vaultmem) then read the --- as a rule and the properties as text."""
-    lines = body.lstrip("\ufeff").splitlines()[:40]
-    return bool(lines) and lines[0].rstrip() == "---" and any(line.startswith("id:") for line in lines[1:])

@@ -127,6 +127,22 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     return None, text
 
 
+_PROPERTY_LINE = re.compile(r"^[A-Za-z_][\w .-]*:(\s|$)")
+
+
+def unclosed_properties(text: str) -> bool:
+    """Whether `text` opens a properties block (a --- line, then `key: value` lines) whose
+    closing --- line is missing: Obsidian and vaultmem then read it all as text, and a rewrite
+    would put new properties above it, leaving the person's own in the text."""
+    if split_frontmatter(text)[0] is not None:
+        return False
+    lines = text.lstrip(BOM).splitlines()[:40]
+    if not lines or lines[0].rstrip() != "---":
+        return False
+    following = [line for line in lines[1:] if line.strip()][:1]
+    return bool(following) and bool(_PROPERTY_LINE.match(following[0]))
+
+
 def _segments(block: str, keys: list[tuple[str | None, int]]) -> list[tuple[str | None, str]]:
     """Top-level entries of a frontmatter block: [(key or None, exact text)].
 
@@ -439,6 +455,9 @@ def render(note: Note, original: str | None = None) -> str:
     newline = "\r\n" if original and "\r\n" in original else "\n"
     wanted = field_values(note)
     block, _old_body = split_frontmatter(original) if original is not None else (None, "")
+    if block is None and original is not None and unclosed_properties(original):
+        raise NoteError(note.path, "it opens with --- and properties, but no --- line closes them",
+                        "add the closing --- line under the properties, then run the command again")
     if block is None:
         lines = "".join(_render_entry(k, v, newline) for k, v in wanted.items())
         return f"{bom}---{newline}{lines}---{newline}{note.body}"
