@@ -570,3 +570,60 @@ def test_a_note_deleted_on_one_side_after_the_other_side_merged_it_stays_on_reco
     for root in (a, b):
         vaultmem(root, "verify", "--strict")
         assert not (root / fixed.path).exists()
+
+
+@pytest.mark.slow
+def test_a_note_deleted_on_one_side_is_never_merged_into_another_note_added_there(origin, monkeypatch):
+    """A deletes a memory by hand and adds another; B grades the deleted one. Notes share most of
+    their lines, so git's rename detection took the new note for the old one renamed and merged
+    B's grade into it. sync pairs only exact renames: the new note stays as A wrote it and the
+    deleted one is a conflict of its own for a person (keep it or let it go)."""
+    origin_root, _ids = origin
+    alpha = Vault(origin_root).add("Service alpha runs on port 8001", "work", merge=False, supersede=False).note
+    commit(origin_root, "alpha")
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    (a / alpha.path).unlink()
+    beta = Vault(a).add("Service beta runs on port 8002", "work", merge=False, supersede=False).note
+    vaultmem(a, "sync")
+    beta_text = (a / beta.path).read_text()
+    at(monkeypatch, "2026-01-08T10:00:00")
+    Vault(b).grade(alpha.id, "good")
+    said = vaultmem(b, "sync", expect=3).output
+    assert f"{alpha.path}: deleted on one side, changed on the other" in said and beta.path not in said
+    assert (b / beta.path).read_text() == beta_text
+    git(b, "add", alpha.path)  # B keeps the memory it graded
+    git(b, "commit", "-q", "--no-edit")
+    vaultmem(b, "sync")
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        assert vault.get(alpha.id).reps == 1 and vault.get(beta.id).reps == 0
+        vaultmem(root, "verify", "--strict")
+
+
+@pytest.mark.slow
+def test_a_note_renamed_and_graded_on_one_side_and_graded_on_the_other_merges_by_its_id(origin, monkeypatch):
+    """A renames a memory's file by hand and grades it (not an exact rename any more); B grades it
+    at its old name. sync pairs the two by the note's id: one note at the new name, both grades."""
+    origin_root, ids = origin
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    a, b = clone(remote, "a"), clone(remote, "b")
+    at(monkeypatch, "2026-01-07T10:00:00")
+    old = Vault(a).get(ids["db"]).path
+    renamed = old.replace(".md", "-staging.md")
+    (a / old).rename(a / renamed)
+    Vault(a).grade(ids["db"], "good")
+    vaultmem(a, "sync")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    Vault(b).grade(ids["db"], "hard")
+    vaultmem(b, "sync")
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        note = vault.get(ids["db"])
+        assert note.path == renamed and not (root / old).exists() and note.reps == 3
+        vaultmem(root, "verify", "--strict")

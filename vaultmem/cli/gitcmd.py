@@ -108,9 +108,13 @@ def sync(message, out, vault_path):
     if found and not out.quiet:
         click.echo("\n".join(found), err=True)
     if result["conflicts"]:
-        out.emit(result, "\n".join(f"unresolved merge conflict in {path}" for path in result["conflicts"])
-                 + "\nedit those files (keep the right lines, remove the markers), `git add` them, `git commit`, "
-                   "then `vaultmem sync` again")
+        deleted = set(result.get("deleted_on_one_side") or ())
+        lines = [f"unresolved merge conflict in {path}" for path in result["conflicts"] if path not in deleted]
+        lines += [f"{path}: deleted on one side, changed on the other; keep it (`git add {path}`) or let it go "
+                  f"(`git rm {path}`)" for path in sorted(deleted)]
+        out.emit(result, "\n".join(lines) + "\n" + ("edit those files (keep the right lines, remove the markers), "
+                                                    "`git add` them, " if len(lines) > len(deleted) else "")
+                 + "`git commit`, then `vaultmem sync` again")
         raise SystemExit(EXIT_CONFLICT)
     contested = "".join(f"\nthe same memory was corrected on two machines: {' vs '.join(ids)} are contested; "
                         f"`vaultmem resolve ID` keeps the right one" for ids in result["contested"])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -175,12 +176,16 @@ def sync(vault, message: str) -> dict:
     if committed:
         git(root, "commit", "-q", "-m", message)
     before = git(root, "rev-parse", "HEAD", check=False).stdout.strip()
-    pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", check=False)
+    # Exact renames only: notes share most of their lines (the same properties), so git's
+    # similarity paired a note deleted on one side with another note added there and merged the
+    # other side's grade into it. A note moved and changed is paired by its id (resolve_moves).
+    # (Not -X no-renames: git 2.39's default strategy, ort, still paired them with it.)
+    pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", "-X", "find-renames=100%", check=False)
     resolved = resolve_moves(root)
     conflicts = unmerged_paths(root)
     if conflicts:
         return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts, "ledger": ledger,
-                "contested": []}
+                "contested": [], "deleted_on_one_side": _deleted_on_one_side(root)}
     if resolved:
         git(root, "commit", "-q", "--no-edit")
     elif pulled.returncode != 0:
@@ -189,6 +194,13 @@ def sync(vault, message: str) -> dict:
     git(root, "push", "-q")
     return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger,
             "contested": contested}
+
+
+def _deleted_on_one_side(root: Path) -> list[str]:
+    """Unmerged paths one side deleted and the other changed (no markers: a person keeps the
+    changed note or lets it go)."""
+    entries = git(root, "status", "--porcelain", "-z").stdout.split("\0")
+    return [line[3:] for line in entries if line[:2] in ("UD", "DU")]  # from the top, as unmerged_paths
 
 
 def _contest_forks(vault, root: Path, before: str) -> list[list[str]]:
@@ -239,7 +251,9 @@ def resolve_moves(root: Path) -> list[str]:
         vault_rel, note_rel = _split_vault_path(rel)
         partner_rel = note_rel[len("archive/"):] if note_rel.startswith("archive/") else f"archive/{note_rel}"
         partner = top / vault_rel / partner_rel if vault_rel else top / partner_rel
-        if not partner.is_file() or partner.relative_to(top).as_posix() in unmerged_paths(top):
+        if not partner.is_file():  # moved elsewhere (renamed by hand): the file that holds its id
+            partner = _holding_id(top, vault_rel, _stated_note_id(_stage(top, 1, rel)), rel)
+        if partner is None or not partner.is_file() or partner.relative_to(top).as_posix() in unmerged_paths(top):
             continue
         base = _stage(top, 1, rel)
         changed = _stage(top, 2 if code == "UD" else 3, rel)
@@ -256,6 +270,27 @@ def resolve_moves(root: Path) -> list[str]:
             git(top, "add", "--", moved_rel)
             done.append(rel)
     return done
+
+
+_ID_LINE = re.compile(r"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
+
+
+def _stated_note_id(text: str) -> str | None:
+    match = _ID_LINE.search(text[:4096])
+    return match.group(1) if match else None
+
+
+def _holding_id(top: Path, vault_rel: str, note_id: str | None, other_than: str,
+                tree: str | None = None) -> Path | None:
+    """The one note file of the vault (in the work tree, or in commit `tree`) whose `id:` line
+    is `note_id`, other than `other_than`; None when there is none or more than one."""
+    if not note_id:
+        return None
+    pattern = rf"^id:[ \t]*[\"']?{re.escape(note_id)}[\"']?[ \t]*$"
+    found = git(top, "grep", "-l", "-E", pattern, *([tree] if tree else []), "--", vault_rel or ".", check=False)
+    paths = {line.split(":", 1)[1] if tree else line for line in found.stdout.splitlines()}
+    paths = [path for path in paths if path.endswith(".md") and path != other_than]
+    return top / paths[0] if len(paths) == 1 else None
 
 
 def _mark_unmerged(top: Path, rel: str, base: str, ours: str, theirs: str) -> None:
@@ -325,7 +360,7 @@ def _merge_note(base: str, ours: str, theirs: str, path: str, top: Path | None =
     defaults = vault.defaults_for(rel, root / rel)
     their_commit = their_commit or _their_commit()
     if not base.strip() and their_commit:
-        base = _moved_from_base(top, vault_rel, rel, their_commit)
+        base = _moved_from_base(top, vault_rel, rel, their_commit, ours)
     reviews = _reviews_of_both_sides(top, vault_rel, ours, theirs, rel, defaults, their_commit)
     return merge_note(base, ours, theirs, rel, defaults, vault.config, merge_text, reviews)
 
@@ -336,14 +371,19 @@ def _their_commit() -> str | None:
     return heads[0] if len(heads) == 1 else None
 
 
-def _moved_from_base(top: Path, vault_rel: str, rel: str, their_commit: str) -> str:
-    """For a note both sides archived (or restored) without git seeing a rename, git gives
-    no ancestor (an add/add): it is the note at its old path in the merge base."""
+def _moved_from_base(top: Path, vault_rel: str, rel: str, their_commit: str, ours: str = "") -> str:
+    """For a note both sides moved (archived, restored, renamed the same way) without git
+    pairing the move, git gives no ancestor (an add/add): it is the note at its old path in
+    the merge base, or the one file there holding its id."""
     old = rel[len("archive/"):] if rel.startswith("archive/") else f"archive/{rel}"
     base = git(top, "merge-base", "HEAD", their_commit, check=False).stdout.strip()
     if not base:
         return ""
-    return _show(top, f"{base}:{vault_rel}/{old}" if vault_rel else f"{base}:{old}")
+    text = _show(top, f"{base}:{vault_rel}/{old}" if vault_rel else f"{base}:{old}")
+    if not text:
+        held = _holding_id(top, vault_rel, _stated_note_id(ours), f"{vault_rel}/{rel}" if vault_rel else rel, base)
+        text = _show(top, f"{base}:{held.relative_to(top).as_posix()}") if held else ""
+    return text
 
 
 def _show(top: Path, spec: str) -> str:
