@@ -422,3 +422,15 @@ def test_a_grade_that_waited_for_the_write_lock_is_not_taken_for_a_cut_ledger(va
     holder.wait()
     result = vault.verify()
     assert result["tampering"] == [] and result["breaks"] == []
+
+
+def test_health_says_when_it_lists_only_some_contested_pairs(run, vault_dir):
+    folder = vault_dir / "memories" / "x"
+    folder.mkdir(parents=True)
+    for i in range(7):
+        for me, other in ((f"a{i}", f"b{i}"), (f"b{i}", f"a{i}")):
+            (folder / f"{me}.md").write_text(f"---\nid: {me}\ncontested: true\ncontested_with:\n  - \"[[{other}]]\"\n"
+                                             f"---\nFact {me}\n")
+    line = next(line for line in run("health").stdout.splitlines() if line.startswith("contested pairs:"))
+    assert line.startswith("contested pairs: 7 (") and line.count(" vs ") == 5 and "and 2 more" in line
+    assert len(run.json("health")["contested"]) == 7

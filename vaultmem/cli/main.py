@@ -594,7 +594,9 @@ def health(out, vault_path):
              f"due: {report['due']} (overdue {report['overdue']})",
              f"leeches: {len(report['leeches'])}" + (f" ({', '.join(report['leeches'])})" if report["leeches"] else ""),
              f"contested pairs: {len(report['contested'])}"
-             + (" (" + "; ".join(" vs ".join(p) for p in report["contested"][:5]) + ")" if report["contested"] else "")]
+             + (" (" + "; ".join(" vs ".join(p) for p in report["contested"][:5])
+                + (f"; and {len(report['contested']) - 5} more: --json lists all" if len(report["contested"]) > 5
+                   else "") + ")" if report["contested"] else "")]
     ledger = report["ledger"]
     lines.append(f"ledger: {len(ledger['breaks'])} breaks, {len(ledger['unrecorded'])} unrecorded changes, "
                  f"{ledger['untracked']} notes not yet recorded"
@@ -634,7 +636,7 @@ def health(out, vault_path):
         lines.append(f"problems: {len(report['problems'])}")
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
     else:
-        lines.append("problems: none")
+        lines.append("problems: none" + (" with the notes (the ledger's is above)" if ledger["tampering"] else ""))
     if report["warnings"]:
         lines.append(f"warnings: {len(report['warnings'])}")
         lines += [f"  {w['path']}: {w['warning']}" for w in report["warnings"]]
