@@ -86,6 +86,13 @@ def clone(origin: Path, name: str) -> Path:
     return target
 
 
+def clones_through_a_remote(origin_root: Path) -> tuple[Path, Path]:
+    """Two machines, a and b, sharing the origin's vault through a bare remote (what sync pulls and pushes)."""
+    remote = origin_root.parent / "remote.git"
+    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
+    return clone(remote, "a"), clone(remote, "b")
+
+
 def work_on_clones(origin_root: Path, ids: dict, monkeypatch) -> tuple[Path, Path]:
     """Clone A and clone B each add, grade (the same note db on both), correct or archive,
     and edit a body by hand, then commit."""
@@ -294,9 +301,7 @@ def test_sync_without_an_upstream_refuses_before_recording_or_committing_anythin
 
 def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     Vault(a).grade(ids["db"], "good")
     vaultmem(a, "sync")
@@ -392,9 +397,7 @@ def test_a_memory_corrected_differently_on_two_machines_ends_contested_on_both(o
     machine that merges, then on the other through the remote), so recall flags them and
     `resolve` keeps the right one; the ledgers stay clean."""
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     on_a = Vault(a).correct(ids["cache"], "The cache is Valkey 8 on the cache host").note
     assert "contested" not in vaultmem(a, "sync").output
@@ -427,9 +430,7 @@ def test_a_merge_brought_in_after_its_side_went_on_keeps_the_chain_intact(origin
     A's merge. A's merge record joins B's first grade, which B's second already followed (a
     criss-cross, as git histories have): every clone's chain must still verify."""
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     Vault(a).grade(ids["db"], "good")
     Vault(b).grade(ids["cache"], "good")
@@ -480,9 +481,7 @@ def test_random_work_on_two_clones_always_verifies(origin, monkeypatch, seed):
 
     rng = random.Random(seed)
     origin_root, _ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    clones = [clone(remote, "a"), clone(remote, "b")]
+    clones = list(clones_through_a_remote(origin_root))
 
     def sync(root: Path) -> None:
         result = vaultmem(root, "sync", expect=None)
@@ -530,9 +529,7 @@ def test_a_pull_that_puts_our_records_after_theirs_is_not_a_lost_ledger(origin, 
     to it, which puts B's own record after A's. Nothing was lost: a hand edit B then makes is
     recorded by its next sync, not refused as tampering."""
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     Vault(b).grade(ids["cache"], "good")
     vaultmem(b, "sync")
@@ -554,9 +551,7 @@ def test_a_note_deleted_on_one_side_after_the_other_side_merged_it_stays_on_reco
     syncs; A then merges B's work. Only B changed the correction since A's push: the merge
     record must not vouch for a text of it, or A's verify finds a recorded note missing."""
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     fixed = Vault(a).correct(ids["cache"], "The cache is Valkey 8 on the cache host").note
     vaultmem(a, "sync")
@@ -581,9 +576,7 @@ def test_a_note_deleted_on_one_side_is_never_merged_into_another_note_added_ther
     origin_root, _ids = origin
     alpha = Vault(origin_root).add("Service alpha runs on port 8001", "work", merge=False, supersede=False).note
     commit(origin_root, "alpha")
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     (a / alpha.path).unlink()
     beta = Vault(a).add("Service beta runs on port 8002", "work", merge=False, supersede=False).note
@@ -609,9 +602,7 @@ def test_a_note_renamed_and_graded_on_one_side_and_graded_on_the_other_merges_by
     """A renames a memory's file by hand and grades it (not an exact rename any more); B grades it
     at its old name. sync pairs the two by the note's id: one note at the new name, both grades."""
     origin_root, ids = origin
-    remote = origin_root.parent / "remote.git"
-    git(origin_root.parent, "clone", "-q", "--bare", str(origin_root), str(remote))
-    a, b = clone(remote, "a"), clone(remote, "b")
+    a, b = clones_through_a_remote(origin_root)
     at(monkeypatch, "2026-01-07T10:00:00")
     old = Vault(a).get(ids["db"]).path
     renamed = old.replace(".md", "-staging.md")
