@@ -6907,7 +6907,7 @@ function renderNote(note, original) {
     if (key !== null && wantedMap.has(key)) {
       const oldValue = safeRead(note.path, key, frontmatter.data[key]);
       if (!(same(oldValue, comparable(key, wantedMap.get(key))) && piece.endsWith("\n"))) {
-        piece = renderEntry(key, wantedMap.get(key), newline);
+        piece = extendedList(piece, oldValue, wantedMap.get(key), key, newline) ?? renderEntry(key, wantedMap.get(key), newline);
       }
     } else if (!piece.endsWith("\n")) {
       piece += newline;
@@ -6953,6 +6953,17 @@ function checkReadsBack(note, wanted, block) {
       throw new NoteError(note.path, `vaultmem's edit of property '${key}' would not read back`, "report this; the file was left as it was");
     }
   }
+}
+function extendedList(segment, oldValue, value, key, newline) {
+  if (!Array.isArray(oldValue) || !Array.isArray(value) || !oldValue.length || value.length <= oldValue.length) return null;
+  if (!oldValue.every((item, i) => item === value[i])) return null;
+  const lines = splitLines2(segment);
+  const items = lines.slice(1).map((line) => /^([ \t]*-[ \t]+)\S/.exec(line));
+  const head = lines[0].trimEnd();
+  if (head.slice(head.lastIndexOf(":") + 1).trim() || items.length !== oldValue.length || items.some((m) => !m)) return null;
+  const kept = segment.endsWith("\n") ? segment : segment + newline;
+  const prefix = items[items.length - 1][1];
+  return kept + value.slice(oldValue.length).map((v) => `${prefix}${scalar(key, v)}${newline}`).join("");
 }
 function renderEntry(key, value, newline) {
   if (Array.isArray(value)) {

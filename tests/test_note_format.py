@@ -171,3 +171,20 @@ def test_a_note_made_from_the_obsidian_template_takes_its_folder_as_namespace(ru
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"from-{name}-template.md").write_text(template.replace("{{title}}", "Deploy"))
         assert run.json("show", f"from-{name}-template")["namespace"] == "work/infra"
+
+
+def test_a_grade_appends_to_a_list_a_person_wrote_without_rewriting_its_items(vault, vault_dir, monkeypatch):
+    """A person's `days:` list written their way (unquoted, no indent): a grade on a new day adds
+    one line after it, in their item style, and leaves their lines alone (quiet git diffs)."""
+    note = vault.add("The printer is on floor 3", "office").note
+    path = vault_dir / note.path
+    text = path.read_text()
+    start = text.index("days:\n")
+    end = text.index("\n", text.index("  - ", start)) + 1
+    path.write_text(text[:start] + "days:\n- 2025-12-01\n- 2026-01-04\n" + text[end:])
+    vault.verify()
+    monkeypatch.setenv("VAULTMEM_NOW", "2026-03-02T10:00:00")
+    vault.grade(note.id, "good")
+    after = path.read_text()
+    assert "days:\n- 2025-12-01\n- 2026-01-04\n- \"2026-03-02\"\n" in after
+    assert vault.get(note.id).days == ("2025-12-01", "2026-01-04", "2026-03-02")

@@ -342,7 +342,7 @@ export function renderNote(note: Note, original?: string): string {
     if (key !== null && wantedMap.has(key)) {
       const oldValue = safeRead(note.path, key, frontmatter.data[key]);
       if (!(same(oldValue, comparable(key, wantedMap.get(key))) && piece.endsWith("\n"))) {
-        piece = renderEntry(key, wantedMap.get(key), newline);
+        piece = extendedList(piece, oldValue, wantedMap.get(key), key, newline) ?? renderEntry(key, wantedMap.get(key), newline);
       }
     } else if (!piece.endsWith("\n")) {
       piece += newline;
@@ -390,6 +390,20 @@ function checkReadsBack(note: Note, wanted: [string, unknown][], block: string):
       throw new NoteError(note.path, `vaultmem's edit of property '${key}' would not read back`, "report this; the file was left as it was");
     }
   }
+}
+
+/** A block list that only gained items at its end (note.py's `_extended_list`): the person's lines
+ * kept as they are, the new items written after them as theirs are; null when it changed otherwise. */
+function extendedList(segment: string, oldValue: unknown, value: unknown, key: string, newline: string): string | null {
+  if (!Array.isArray(oldValue) || !Array.isArray(value) || !oldValue.length || value.length <= oldValue.length) return null;
+  if (!oldValue.every((item, i) => item === value[i])) return null;
+  const lines = splitLines(segment);
+  const items = lines.slice(1).map((line) => /^([ \t]*-[ \t]+)\S/.exec(line));
+  const head = lines[0].trimEnd();
+  if (head.slice(head.lastIndexOf(":") + 1).trim() || items.length !== oldValue.length || items.some((m) => !m)) return null;
+  const kept = segment.endsWith("\n") ? segment : segment + newline;
+  const prefix = items[items.length - 1]![1];
+  return kept + value.slice(oldValue.length).map((v) => `${prefix}${scalar(key, v)}${newline}`).join("");
 }
 
 function renderEntry(key: string, value: unknown, newline: string): string {

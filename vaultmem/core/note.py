@@ -480,7 +480,8 @@ def render(note: Note, original: str | None = None) -> str:
             if old_value == _comparable(key, wanted[key]) and _ends_with_newline(text):
                 out.append((key, text))
             else:
-                out.append((key, _render_entry(key, wanted[key], newline)))
+                out.append((key, _extended_list(text, old_value, wanted[key], newline)
+                            or _render_entry(key, wanted[key], newline)))
                 changed.add(key)
         else:
             if not _ends_with_newline(text):
@@ -618,6 +619,24 @@ def _comparable(key: str, value):
     if isinstance(value, float):
         return round(value, 6)
     return value
+
+
+_LIST_ITEM = re.compile(r"^([ \t]*-[ \t]+)\S")
+
+
+def _extended_list(text: str, old, new, newline: str) -> str | None:
+    """A block list that only gained items at its end (a grade's new day or session): the
+    person's lines kept as they are (`- 2026-03-01` is not re-quoted), the new items written
+    after them as theirs are. None when the list changed otherwise, or is not one item a line."""
+    if not (isinstance(old, (list, tuple)) and isinstance(new, (list, tuple)) and old
+            and len(new) > len(old) and tuple(new[:len(old)]) == tuple(old)):
+        return None
+    lines = text.splitlines(keepends=True)
+    items = [_LIST_ITEM.match(line) for line in lines[1:]]
+    if lines[0].rstrip().rsplit(":", 1)[-1].strip() or len(items) != len(old) or not all(items):
+        return None  # a flow list ([a, b]), comments or continuation lines: written anew
+    kept = text if _ends_with_newline(text) else text + newline
+    return kept + "".join(f"{items[-1].group(1)}{_scalar(v)}{newline}" for v in new[len(old):])
 
 
 def _render_entry(key: str, value, newline: str) -> str:
