@@ -579,3 +579,37 @@ def test_portable_path_outside_a_repository_is_relative_to_home_only(tmp_path):
     (folder / "home").mkdir(parents=True)
     assert portable_path(folder / "home" / "t.jsonl", cwd=folder, home=str(tmp_path / "elsewhere")) == \
         str(folder / "home" / "t.jsonl"), "a plain folder is no project: the path stays whole"
+
+
+def test_hooks_for_a_named_vault_tell_the_agent_to_name_it_and_stop_commands_that_do_not(filled, tmp_path):
+    """Hooks installed with --vault (as `init --claude-code` does): the commands they show the agent
+    name that vault (a bare `vaultmem add` wrote to another vault, where nothing reads it back), and
+    PreToolUse stops a vaultmem command that would miss it, giving the command that reaches it."""
+    env = {k: v for k, v in os.environ.items() if k != "VAULTMEM_VAULT"}
+    env.update(VAULTMEM_NO_SERVER="1", PATH=os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""))
+
+    def run(event, payload):
+        done = subprocess.run([sys.executable, "-m", "vaultmem", "hook", event, "--vault", str(filled)],
+                              input=json.dumps(payload), env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    start = json.loads(run("session-start", base("SessionStart", tmp_path, source="startup")))
+    text = start["hookSpecificOutput"]["additionalContext"]
+    assert f"vaultmem --vault {filled} grade ID good" in text and f'vaultmem --vault {filled} add "TEXT"' in text
+    assert "`vaultmem add" not in text
+    denied = json.loads(run("pre-tool-use", bash(tmp_path, 'vaultmem add "Deploys use ArgoCD" -n work')))
+    reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"in the vault {filled}" in reason
+    assert f"vaultmem --vault {filled} add 'Deploys use ArgoCD' -n work" in reason
+    assert run("pre-tool-use", bash(tmp_path, f'vaultmem --vault {filled} add "Deploys use ArgoCD" -n work')) == ""
+    assert run("pre-tool-use", bash(tmp_path, f'vaultmem add "Deploys use ArgoCD" -n work --vault {filled}')) == ""
+    assert run("pre-tool-use", bash(tmp_path, "vaultmem hooks status --claude-code")) == ""
+
+
+def test_a_namespace_less_add_with_a_tag_prefix_is_told_the_command_that_passes(tmp_path):
+    reason = check_bash('vaultmem add "[infra] staging uses redis 7"', str(tmp_path))
+    suggested = reason.split("For this project: ")[1]
+    assert "--tags infra" in suggested and "[infra]" not in suggested
+    assert check_bash(suggested, str(tmp_path)) is None

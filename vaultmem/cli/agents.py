@@ -266,7 +266,7 @@ def hook(event, vault_path, core_only):
     from vaultmem.integrations.claude_code import main
 
     root = click.get_current_context().find_root().command
-    main(event, vault_path, check=functools.partial(check_command, root=root),
+    main(event, vault_path, check=functools.partial(check_command, root=root, vault=vault_path),
          options=frozenset([cc.CORE_ONLY] if core_only else []))
 
 

@@ -84,17 +84,19 @@ def vaultmem_args(words: list[str]) -> list[str] | None:
     return None
 
 
-def check_command(command: str, cwd: str | None = None, *, root) -> str | None:
+def check_command(command: str, cwd: str | None = None, *, root, vault: str | None = None) -> str | None:
     """Why a Bash command's vaultmem invocation would fail (with the right syntax), or None to allow.
 
     `root` is the CLI's click group (`vaultmem.cli.main.cli`, or the running command's root); it is
-    passed in because the command modules that call this are part of that group.
+    passed in because the command modules that call this are part of that group. `vault`: the
+    vault the hooks were installed for (`--vault`), which a command without one would miss.
     """
     for words in shell_commands(command):
         args = vaultmem_args(words)
         if args is None:
             continue
-        reason = check_args(args, cwd=cwd, root=root)
+        named = any(word.startswith("VAULTMEM_VAULT=") for word in words)
+        reason = check_args(args, cwd=cwd, root=root, vault=None if named else vault)
         if reason:
             return reason
     return None
@@ -102,10 +104,13 @@ def check_command(command: str, cwd: str | None = None, *, root) -> str | None:
 
 _REQUIRED_OPTIONS = {("add", "namespace"), ("learn", "namespace"), ("learn", "steps")}
 _SHARED_OPTIONS = {"vault_path", "as_json", "quiet", "help"}
+# Commands about the set-up, not a vault's memories: they need no --vault to reach the session's.
+_SETUP_COMMANDS = {"init", "hooks", "schedule", "install-skill", "mcp", "git", "hook"}
 
 
-def check_args(args: list[str], cwd: str | None = None, *, root) -> str | None:
-    """Check vaultmem arguments against the command tree under `root`; a reason to deny, or None."""
+def check_args(args: list[str], cwd: str | None = None, *, root, vault: str | None = None) -> str | None:
+    """Check vaultmem arguments against the command tree under `root`; a reason to deny, or None.
+    `vault`: the session's vault (see check_command)."""
     import click
 
     if not args or any(a in ("-h", "--help", "--version") for a in args):
@@ -115,7 +120,7 @@ def check_args(args: list[str], cwd: str | None = None, *, root) -> str | None:
     path = ["vaultmem"]
     group, parent = root, None
     try:
-        ctx = group.make_context("vaultmem", list(args), resilient_parsing=False)
+        ctx = top = group.make_context("vaultmem", list(args), resilient_parsing=False)
         while True:
             rest = list(getattr(ctx, "_protected_args", None) or getattr(ctx, "protected_args", None) or []) \
                 + list(ctx.args)
@@ -150,22 +155,34 @@ def check_args(args: list[str], cwd: str | None = None, *, root) -> str | None:
     except click.exceptions.Exit:
         return None
     name = path[-1] if len(path) == 2 else ""
+    prefix = f"vaultmem --vault {shlex.quote(vault)}" if vault else "vaultmem"
+    tagged = _TAG_PREFIX.match(ctx.params.get("text") or "") if name == "add" else None
     if name in ("add", "learn") and not (ctx.params.get("namespace") or "").strip():
         cmd = _command_at(root, path)
         text = ctx.params.get("text") or ctx.params.get("title") or "TEXT"
-        example = f"vaultmem {name} {shlex.quote(text)} -n {default_namespace(cwd=cwd)}"
+        example = f"{prefix} {name} {shlex.quote(tagged.group(2).strip() if tagged else text)} " \
+                  f"-n {default_namespace(cwd=cwd)}"
+        if tagged:  # the text's "[tag]" too, or the command suggested is denied next for it
+            example += f" --tags {shlex.quote(_tags(tagged.group(1)))}"
         if name == "learn":
             example += " --steps \"1. ... 2. ...\""
         return (f"`vaultmem {name}` needs a namespace: -n NAMESPACE (e.g. -n work or -n projects/api). "
                 f"Correct syntax: {synopsis(cmd, path)}. For this project: {example}")
-    tagged = _TAG_PREFIX.match(ctx.params.get("text") or "") if name == "add" else None
     if tagged:
-        tags = ",".join(t for t in re.split(r"[,\s]+", tagged.group(1)) if t)
         namespace = ctx.params.get("namespace")
         return (f"Tags go in --tags, not in the text (\"[{tagged.group(1)}] ...\" would be stored as words). "
-                f"Run instead: vaultmem add {shlex.quote(tagged.group(2).strip())} -n {shlex.quote(namespace)} "
-                f"--tags {shlex.quote(tags)}")
+                f"Run instead: {prefix} add {shlex.quote(tagged.group(2).strip())} -n {shlex.quote(namespace)} "
+                f"--tags {shlex.quote(_tags(tagged.group(1)))}")
+    if vault and path[1:2] and path[1] not in _SETUP_COMMANDS and "vault_path" in ctx.params \
+            and not ctx.params.get("vault_path") and not top.params.get("vault_path"):
+        return (f"This session's memories are in the vault {vault}, which this command would not use "
+                f"(without --vault it takes $VAULTMEM_VAULT, the folder's vault or the default one). "
+                f"Run instead: {prefix} {' '.join(shlex.quote(a) for a in args)}")
     return None
+
+
+def _tags(written: str) -> str:
+    return ",".join(t for t in re.split(r"[,\s]+", written) if t)
 
 
 def _command_at(root, path: list[str]):

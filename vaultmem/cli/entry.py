@@ -11,6 +11,7 @@ click CLI, which gives the same result in-process. `vaultmem hook EVENT`
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -102,16 +103,17 @@ def fast_hook(argv: list[str]) -> bool:
         return False  # options only the full command knows (--help): let click answer
     from vaultmem.integrations.claude_code import main as run_hook_process
 
-    run_hook_process(event or "", vault, check=check_bash, options=flags)
+    run_hook_process(event or "", vault, check=functools.partial(check_bash, vault=vault), options=flags)
     return True
 
 
-def check_bash(command: str, cwd: str | None = None) -> str | None:
-    """PreToolUse's judge of a Bash line against the full command tree (loads click only when asked)."""
+def check_bash(command: str, cwd: str | None = None, vault: str | None = None) -> str | None:
+    """PreToolUse's judge of a Bash line against the full command tree (loads click only when asked);
+    `vault`: the hooks' --vault, which the agent's commands must name too."""
     from vaultmem.cli.command_check import check_command
     from vaultmem.cli.main import cli
 
-    return check_command(command, cwd, root=cli)
+    return check_command(command, cwd, root=cli, vault=vault)
 
 
 # Commands that run for hours: they keep numpy's BLAS threads (one_blas_thread).

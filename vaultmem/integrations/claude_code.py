@@ -292,6 +292,30 @@ USAGE_HINT = ('vaultmem: look things up with `vaultmem recall "QUERY" -k 5`; sav
               '(it helped) or `vaultmem grade ID again` (it was wrong).')
 
 
+def agent_command(run: _Run) -> str:
+    """How the agent should call vaultmem from its shell to reach this session's vault: `vaultmem`
+    when its PATH has it (else this Python's `-m vaultmem`, as the hooks themselves are run), with
+    `--vault` when the hooks name a vault (without it, the agent's commands would write to
+    $VAULTMEM_VAULT, the folder's vault or the default one, where nothing reads them back)."""
+    import shlex
+    import shutil
+
+    command = "vaultmem" if shutil.which("vaultmem", path=run.env.get("PATH")) else \
+        f"{shlex.quote(sys.executable)} -m vaultmem"
+    if run.vault_path:
+        command += f" --vault {shlex.quote(str(run.root or Path(run.vault_path).expanduser()))}"
+    return command
+
+
+def for_agent(run: _Run, text: str) -> str:
+    """`text` with its `vaultmem` commands written as the agent must type them (agent_command)."""
+    command = agent_command(run)
+    return text if command == "vaultmem" else _COMMAND_WORD.sub(command + " ", text)
+
+
+_COMMAND_WORD = re.compile(r"(?<![\w/-])vaultmem (?=(?:add|recall|grade|correct|learn|show)\b)")
+
+
 DUE_HEADING = "## Due for review (when one comes up, check it: grade good if it holds, again if it is wrong)"
 
 
@@ -314,9 +338,10 @@ def session_start(run: _Run) -> dict:
         inside.append(block.body)
     start_watcher(vault.root, run.env)
     start_decay(vault, run.env)
+    hint = for_agent(run, USAGE_HINT)
     if not inside:
-        return context_output("SessionStart", f"vaultmem: no memories yet in this vault.\n\n{USAGE_HINT}\n")
-    return context_output("SessionStart", _framed(HEADER, "\n".join(inside), USAGE_HINT))
+        return context_output("SessionStart", f"vaultmem: no memories yet in this vault.\n\n{hint}\n")
+    return context_output("SessionStart", _framed(for_agent(run, HEADER), "\n".join(inside), hint))
 
 
 def _framed(before: str, inside: str, after: str) -> str:
@@ -382,7 +407,8 @@ def user_prompt_submit(run: _Run) -> dict | None:
         return None
     return context_output("UserPromptSubmit", _framed(
         "Memories from vaultmem that may bear on this prompt (id, namespace, label):", "\n".join(lines),
-        "If you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again (it was wrong)."))
+        for_agent(run, "If you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again "
+                       "(it was wrong).")))
 
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
@@ -440,7 +466,7 @@ def pre_tool_use(run: _Run) -> dict | None:
         file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
         if not isinstance(file_path, str) or not is_claude_memory_file(file_path, run.env):
             return None
-        return _deny(MEMORY_FILE_REASON.format(namespace=default_namespace(cwd=run.cwd, env=run.env)))
+        return _deny(for_agent(run, MEMORY_FILE_REASON.format(namespace=default_namespace(cwd=run.cwd, env=run.env))))
     if tool != "Bash":
         return None
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
