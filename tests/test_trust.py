@@ -434,3 +434,20 @@ def test_health_says_when_it_lists_only_some_contested_pairs(run, vault_dir):
     line = next(line for line in run("health").stdout.splitlines() if line.startswith("contested pairs:"))
     assert line.startswith("contested pairs: 7 (") and line.count(" vs ") == 5 and "and 2 more" in line
     assert len(run.json("health")["contested"]) == 7
+
+
+def test_a_correction_is_shown_to_an_agent_without_the_wrong_text_it_replaces(run):
+    """`correct` keeps the wrong text in the new note's Correction section (history); what recall's
+    table and the prompt block show an agent is the right text only: it read the wrong value again
+    at every session."""
+    wrong = run.json("add", "Our daughter Mia is allergic to peanuts", "-n", "family")
+    right = run.json("correct", wrong["id"], "Our daughter Mia is allergic to tree nuts, not peanuts",
+                     "--reason", "the allergist's letter")
+    prompt = run.json("prompt")["text"]
+    assert "tree nuts" in prompt and "which said" not in prompt and "allergist" not in prompt
+    table = run("recall", "what is Mia allergic to").stdout
+    assert "tree nuts" in table and "which said" not in table
+    hit = next(h for h in run.json("recall", "what is Mia allergic to") if h["id"] == right["id"])
+    assert hit["summary"] == "Our daughter Mia is allergic to tree nuts, not peanuts"
+    assert "which said: Our daughter Mia is allergic to peanuts" in hit["text"]  # the whole note, as stored
+    assert "## Correction" in run("show", right["id"]).stdout

@@ -105,11 +105,15 @@ class Note:
 
     @property
     def summary(self) -> str:
-        """One line for prompts and tables: the text, or a skill's title and trigger."""
+        """One line for prompts and tables: the text, or a skill's title and trigger. A correction's
+        `## Correction` section (`correct` writes the wrong text it replaces there) is left out: an
+        agent shown it would read the wrong value again at every session."""
         if self.type == "skill":
             trigger = section(self.body, "Trigger")
             return f"{self.title} (when: {trigger})" if trigger else self.title
-        return " ".join(self.text.split())
+        text = self.text
+        correction = CORRECTION_HEADING.search(text)
+        return " ".join((text[:correction.start()] if correction and correction.start() else text).split())
 
     @property
     def link(self) -> str:
@@ -146,6 +150,9 @@ def tidy_tags(tags) -> tuple[str, ...]:
 def heading(body: str) -> str:
     """The text of a body's first `# heading` ('' if it has none): a skill's title."""
     return next((line.strip()[2:].strip() for line in body.splitlines() if line.strip().startswith("# ")), "")
+
+
+CORRECTION_HEADING = re.compile(r"^## Correction[ \t]*$", re.MULTILINE)
 
 
 def section(body: str, name: str) -> str:

@@ -420,14 +420,14 @@ def _recall_lines(run: _Run, query: str) -> list[str]:
     if answer is not None:
         hits = answer.get("hits", [])
         return [f"- [{h['id']}] ({h['namespace']}, {h.get('label', '')}) "
-                f"{_one_line(h.get('text', ''), RECALL_LINE_CHARS)}"
+                f"{_one_line(h.get('summary') or h.get('text', ''), RECALL_LINE_CHARS)}"
                 for h in _near_the_best(hits, [h.get("score", 0.0) for h in hits])]
     from vaultmem.search.engine import RecallEngine
 
     # This prompt's engine, not the process's shared one: bounded, and kept chunk by chunk.
     engine = RecallEngine(run.vault(), embed_limit=HOOK_EMBED_TEXTS, commit_every=HOOK_COMMIT_EVERY)
     hits = engine.recall(query, RECALL_K)
-    return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.text, RECALL_LINE_CHARS)}"
+    return [f"- [{h.note.id}] ({h.note.namespace}, {h.label}) {_one_line(h.note.summary, RECALL_LINE_CHARS)}"
             for h in _near_the_best(hits, [h.score for h in hits])]
 
 
