@@ -85,6 +85,8 @@ def test_mcp_tools_over_stdio(vault_dir, tmp_path):
         assert not block.is_error, block
         assert note_id in block.content[0].text and "Postgres 16" in block.content[0].text
         assert block.structured_content == {"result": block.content[0].text}
+        small = (await session.call_tool("prompt", {"max_tokens": 50})).content[0].text
+        assert small.startswith("none of the ") and "raise max_tokens" in small  # not "No memories yet."
 
         # A refusal is a tool error result with vaultmem's one-line message; the server keeps answering.
         bad = await session.call_tool("grade", {"id": note_id, "rating": "great"})

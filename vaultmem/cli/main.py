@@ -490,9 +490,7 @@ def prompt(max_tokens, namespace, core_only, out, vault_path):
     vault = _vault(vault_path)
     block = vault.prompt(max_tokens, namespace, core_only=core_only)
     _warn_problems(vault, out)
-    empty = (f"none of the {block.left_out} memories fits in {max_tokens} tokens; raise --max-tokens"
-             if block.left_out else "no memories yet")
-    out.emit(block.to_dict(clock_now(), vault.config), block.text or empty)
+    out.emit(block.to_dict(clock_now(), vault.config), block.said(max_tokens))
 
 
 @cli.command()

@@ -57,6 +57,15 @@ class PromptBlock:
     left_out: int = 0  # memories that did not fit the budget
     body: str = ""
 
+    def said(self, max_tokens: int, option: str = "--max-tokens") -> str:
+        """The block, or when it is empty why: no memories, or none fits the budget (the CLI's and
+        the MCP tool's answer; "No memories yet" for a full vault sent people looking for a bug)."""
+        if self.text:
+            return self.text
+        if self.left_out:
+            return f"none of the {self.left_out} memories fits in {max_tokens} tokens; raise {option}"
+        return "no memories yet"
+
     def to_dict(self, now: datetime, config: Config) -> dict:
         from vaultmem.core.present import note_dict
 

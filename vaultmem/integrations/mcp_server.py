@@ -395,7 +395,7 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         first, one line each with its id. Grade the ones you use."""
         _count(max_tokens, "max_tokens", 50, 100000)
         block = tools.vault.prompt(max_tokens=max_tokens, namespace=namespace or None)
-        return block.text or "No memories yet."
+        return block.said(max_tokens, "max_tokens")
 
     @tool("correct", WRITE)
     def correct(
