@@ -194,3 +194,22 @@ def test_a_note_from_the_session_of_a_strong_hit_gains_a_tenth_of_its_score(vaul
     ranked = with_session_context(fused, notes)
     assert [p for p, _s, _sig in ranked] == [strong.path, reply.path, elsewhere.path]
     assert dict((p, round(s, 3)) for p, s, _sig in ranked)[reply.path] == 0.38  # 0.3 + 0.1 * 0.8
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("old, new, now_q, then_q", [
+    ("The gym membership costs 39 euros a month", "The gym membership costs 45 euros a month",
+     "how much does the gym cost", "how much did the gym cost before"),
+    ("Production runs Postgres 14", "Production runs Postgres 16",
+     "which postgres version runs in production", "what was the old postgres version in production"),
+], ids=["price-before", "old-version"])
+def test_a_question_about_how_things_were_finds_what_was_superseded(run, old, new, now_q, then_q):
+    """A newer memory superseded the older one: a question about now gets the newer only; one about
+    how things were ("before", "old", "used to") gets the superseded one first, without --history."""
+    older = add(run, old)
+    newer = add(run, new, now=LATER)
+    assert newer["superseded"] == [older["id"]]
+    assert [h["id"] for h in run.json("recall", now_q)][:1] == [newer["id"]]
+    assert older["id"] not in [h["id"] for h in run.json("recall", now_q)]
+    then = [h["id"] for h in run.json("recall", then_q)]
+    assert then[:2] == [older["id"], newer["id"]]

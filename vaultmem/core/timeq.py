@@ -30,7 +30,7 @@ SEASONS = [(r"spring|весн\w*", 3, 3), (r"summer|лет(?:ом|о|а|ний|�
 UNIT_DAYS = [(r"day|дн|день|дня", 1), (r"week|недел", 7), (r"month|месяц", 30), (r"year|год|лет", 365)]
 NEWER = re.compile(r"\b(now|current(ly)?|latest|recent(ly)?|these days|nowadays|still|today'?s|at the moment|"
                    r"сейчас|теперь|текущ\w*|последн\w*|нынешн\w*)\b", re.I)
-OLDER = re.compile(r"\b(before (we|they|i|you|he|she|it)|used to|previous(ly)?|originally|formerly|at first|"
+OLDER = re.compile(r"\b(before (we|they|i|you|he|she|it)|before\W*$|used to|previous(ly)?|originally|formerly|at first|"
                    r"initially|in the past|old|earlier|раньше|прежде|до того|изначально|сначала|бывш\w*)\b", re.I)
 _EN_MONTH = "|".join(sorted(EN_MONTHS, key=len, reverse=True))
 _RU_MONTH = "|".join(f"(?:{pattern})" for pattern, _ in RU_MONTHS)

@@ -924,6 +924,9 @@ class RecallEngine:
             with self._writing_indexes() as current:
                 if current:
                     self._update_lexical(self.vault.catalog(), rebuild=True)
+        intent = time_intent(query, now)
+        if not include_hidden and (intent.prefer == "older" or intent.has_window):
+            include_hidden = "history"  # how things were: what a newer memory superseded is an answer too
         statuses = {True: None, "history": (*VISIBLE_STATUSES, "superseded")}.get(include_hidden, VISIBLE_STATUSES)
         limit = max(CANDIDATES, top_k * 3)
         lexical_paths = self.bm25.search(query, limit=limit, namespace=namespace, kind=kind, statuses=statuses)
@@ -945,7 +948,6 @@ class RecallEngine:
                                     store, field)
             self._add_successors(cosines, query_vector, mask, [p for p, _s, _c in lexical_paths], store, field)
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
-        intent = time_intent(query, now)
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
         # A skill is a procedure, never a question waiting for its reply (its trigger may be phrased as one).
@@ -1077,8 +1079,11 @@ class RecallEngine:
         """Same subject, same namespace: the newer memory goes above the older one, unless the
         query names a number or code only the older one holds ("which shelf holds box 77" asks
         for "Shelf S7 holds box 77", not for the newer "Shelf S12 holds box 132") and the newer
-        one did not supersede it."""
-        if self.vectors is None or intent.prefer == "older" or intent.has_window or len(fused) < 2:
+        one did not supersede it. A query about how things were puts what a newer memory
+        superseded above it instead ("who was my manager before")."""
+        if intent.prefer == "older":
+            return _superseded_first(fused, notes)
+        if self.vectors is None or intent.has_window or len(fused) < 2:
             return fused
         from vaultmem.search.bm25 import _query_analyzer
 
@@ -1103,6 +1108,23 @@ class RecallEngine:
                     item[2]["moved_above"] = older.id
                     order.insert(pos_old, item)
         return order + fused[len(head):]
+
+
+def _superseded_first(fused: list, notes: dict[str, Note]) -> list:
+    """Each superseded memory just above the one that superseded it, when both are candidates."""
+    order = list(fused)
+    by_link = {notes[path].link: path for path, _s, _g in fused}
+    for path, _score, signals in fused:
+        newer = by_link.get(notes[path].superseded_by)
+        if newer is None:
+            continue
+        at_old = next(k for k, item in enumerate(order) if item[0] == path)
+        at_new = next(k for k, item in enumerate(order) if item[0] == newer)
+        if at_old > at_new:
+            item = order.pop(at_old)
+            item[2]["moved_above"] = notes[newer].id
+            order.insert(at_new, item)
+    return order
 
 
 def _exactly_in(namespace: str, kind: str | None) -> Callable[[Note], bool]:
