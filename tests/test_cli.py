@@ -306,3 +306,16 @@ def test_reading_commands_never_write_notes(run, vault_dir):
 def test_help_works_for_commands(command):
     result = CliRunner().invoke(cli, [command, "--help"], catch_exceptions=False)
     assert result.exit_code == 0 and "Example:" in result.stdout
+
+
+def test_a_memory_saved_today_reaches_the_prompt_of_a_vault_full_of_ungraded_ones(run):
+    """Never-graded memories newest first, and what the user asked to keep before them: oldest
+    first, the same old notes filled every session's budget and a new memory never showed."""
+    for i in range(40):
+        run("add", f"Service svc-{i:03d} listens on port {8000 + i}", "-n", "work/svc",
+            now=f"2026-01-0{1 + i // 10}T{10 + i % 10}:00:00")
+    explicit = run.json("add", "The release train leaves every second Thursday", "-n", "work/team", "--explicit",
+                        now="2026-01-08T09:00:00")
+    latest = run.json("add", "Service svc-999 listens on port 9999", "-n", "work/svc", now="2026-01-08T10:00:00")
+    shown = [m["id"] for m in run.json("prompt", "--max-tokens", "120", now="2026-01-08T11:00:00")["memories"]]
+    assert shown[:2] == [explicit["id"], latest["id"]]

@@ -91,7 +91,11 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
         if section == "core":
             key = ({"L3": 0, "L2": 1}[note.tier], -note.strength * r)
         elif section == "learning":
-            key = (0, note.due.timestamp())  # most due first
+            # What the user asked to keep first; then cards already graded, most due first; then the
+            # never graded, newest first (oldest first, the same notes filled every session's budget
+            # and a memory saved today never showed)
+            key = (0 if note.explicit else 1, note.due.timestamp() if note.reps else float("inf"),
+                   -note.created.timestamp())
         else:
             key = (0, -((note.stability or 0.0) * math.log2(2 + note.reps) * r))
         return (list(SECTIONS).index(section), *key, note.created)
