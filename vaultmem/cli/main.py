@@ -212,7 +212,9 @@ def learn(title, trigger, steps, outcome, lessons, namespace, tags, source, reda
 @click.option("--explain", is_flag=True,
               help="Show each signal per result: BM25, coverage, cosine, relevance, retrievability, strength.")
 @click.option("--min-score", type=Number(0, 1), default=None,
-              help="Relevance a result needs (default: recall.min_score, else the model's floor; 0: no floor).")
+              help="The model similarity (0-1, its own scale) a result found by meaning alone needs; one "
+                   "holding 40% of the query's words passes anyway, whatever its score (default: "
+                   "recall.min_score, else the model's floor; 0: every candidate).")
 @common
 def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_score, out, vault_path):
     """Find the memories that answer a query. Never writes a note.
