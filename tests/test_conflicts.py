@@ -116,6 +116,12 @@ CASES = [
     ("role-word-with-one-object", "Priya owns the billing service", "Tomas owns the billing service", 0.9, C),
     ("role-word-with-a-count", "Ines maintains two repos for the app", "Raul maintains two repos for the app",
      0.9, P),
+    # a word naming which thing, changed together with that thing's own value
+    ("which-service-and-its-port", "The payments service listens on port 8082",
+     "The orders service listens on port 8081", 0.9, P),
+    ("which-cluster-and-its-size", "The production cluster has 5 nodes", "The staging cluster has 3 nodes", 0.9, P),
+    ("the-same-service-a-new-port", "The orders service listens on port 8082",
+     "The orders service listens on port 8081", 0.9, C),
 ]
 
 

@@ -395,6 +395,21 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     return Verdict("conflict", f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}", slot=True)
 
 
+def _subject_word_differs(a: _Parsed, b: _Parsed, heavy_a: list[_Tok], heavy_b: list[_Tok],
+                          vals_a: list[_Tok], vals_b: list[_Tok]) -> bool:
+    """One ordinary word and one value differ on each side, the values of one kind, and each
+    side's word opens its sentence's content, between the same neighbours ("the X service"),
+    well before its value: the word says which thing, the value is that thing's own."""
+    if not (len(heavy_a) == len(heavy_b) == 1 and len(vals_a) == len(vals_b) == 1):
+        return False
+    if FAMILY.get(vals_a[0].kind, vals_a[0].kind) != FAMILY.get(vals_b[0].kind, vals_b[0].kind):
+        return False
+    if _around(heavy_a[0], a) != _around(heavy_b[0], b):
+        return False
+    position = [p.content.index(t) for p, t in ((a, heavy_a[0]), (b, heavy_b[0]), (a, vals_a[0]), (b, vals_b[0]))]
+    return position[0] <= 1 and position[1] <= 1 and position[2] - position[0] >= 2 and position[3] - position[1] >= 2
+
+
 def _names_subject(t: _Tok, p: _Parsed) -> bool:
     """Is `t` a name the sentence is about: a name or code followed by its verb ("Orion is",
     "beta-3 listens"), not one in the predicate ("runs in Berlin on ...")?"""
@@ -560,6 +575,10 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         # Ordinary words differ (beyond one each): two statements about one topic, not
         # two values for one slot ("Thanks, Gina! ..." vs "Thanks, Jon! ...").
         return Verdict("compatible", f"different statements: {_show(diff_a)} / {_show(diff_b)}")
+    if _subject_word_differs(a, b, heavy_a, heavy_b, vals_a, vals_b):
+        # "The orders service listens on port 8081" / "The payments service ... 8082": a word
+        # naming which thing, in the same place before the value, changed with the value.
+        return Verdict("compatible", f"other subjects: {heavy_a[0].raw} / {heavy_b[0].raw}")
     if vals_a and vals_b and _names_subject(vals_a[0], a) and _names_subject(vals_b[0], b):
         # Other subjects: "the budget for Orion is 319 ... by Mei in May" and "... for Aurora
         # is 54 ... by Omar in June" are two projects, "the invoice job of kappa-44 runs ..." and
