@@ -39,10 +39,11 @@ def add(run, text, now=None, namespace="work/infra"):
 @pytest.mark.parametrize("old, new", [
     ("We use Jenkins for CI", "We use GitHub Actions for CI"),
     ("Our CI runs on Jenkins", "We moved CI from Jenkins to GitHub Actions"),
+    ("We use Jenkins for CI", "We moved CI from Jenkins to GitHub Actions"),
     ("We use Terraform for infrastructure", "We use OpenTofu instead of Terraform for infrastructure"),
     ("The platform team has 11 engineers", "The platform team grew to 14 engineers"),
     ("Mochi gets her pill twice a day", "Mochi gets her pill once a day"),
-], ids=["tool", "moved-from-to", "instead-of", "figure-grew", "once-twice"])
+], ids=["tool", "moved-from-to", "moved-from-to-after-use", "instead-of", "figure-grew", "once-twice"])
 def test_an_update_phrased_differently_supersedes_the_older_memory(run, old, new):
     older = add(run, old)
     newer = add(run, new, now=LATER)

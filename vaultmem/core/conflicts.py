@@ -387,7 +387,7 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     family = FAMILY.get(taken[0].kind, taken[0].kind)
     if family != FAMILY.get(dropped[0].kind, dropped[0].kind) or any(t.kind != "word" for t in old):
         return None
-    context = [t for t in shared if t.kind == "word" and t.key not in LIGHT]
+    context = [t for t in shared if t.kind in ("word", "name") and t.key not in LIGHT]  # ("CI" is a name)
     heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT]
     heavy_b = [t for t in old if t.key not in LIGHT]
     if not context or len(heavy_a) > 1 or len(heavy_b) > 1:
