@@ -9,6 +9,7 @@ a CLAUDE.md and a notes folder under tests/fixtures/import/.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -433,3 +434,27 @@ def test_a_folder_with_vaultmem_notes_restores_them(full_vault, tmp_path, lexica
     report = run_import(Vault(empty), copy)
     assert not report.errors and len(report.added) == len(records)
     assert files(empty) == {p: b for p, b in files(full_vault).items() if p.startswith("memories/")}
+
+
+def test_an_obsidian_folder_keeps_links_ids_and_daily_note_dates(vault_dir, run, tmp_path, lexical):
+    """Notes linked by file name, one with its own id, a daily note: after the import the links
+    still resolve in Obsidian (the old file name is an alias: vaultmem names files after their
+    text), `show` finds a note by its old id, and a daily note is dated by its name."""
+    notes = tmp_path / "notes"
+    (notes / "daily").mkdir(parents=True)
+    (notes / "Apollo architecture.md").write_text("The Apollo backend is three Go services behind Envoy.\n")
+    (notes / "Apollo launch.md").write_text("---\nid: apollo-launch\naliases: [Launch]\n---\n"
+                                            "Apollo launches on 12 May; see [[Apollo architecture]].\n")
+    daily = notes / "daily" / "2025-07-01.md"
+    daily.write_text("Met Dana about the Apollo budget.\n")
+    os.utime(daily, (1741000000, 1741000000))  # saved in March 2025: the name says July
+    run.json("import", str(notes), "-n", "obsidian")
+    vault = Vault(vault_dir)
+    by_text = {n.text.splitlines()[-1]: n for n in vault.notes()}
+    architecture = by_text["The Apollo backend is three Go services behind Envoy."]
+    text = (vault_dir / architecture.path).read_text()
+    assert "aliases:\n  - Apollo architecture\n" in text
+    launch = run.json("show", "apollo-launch")
+    assert launch["id"] == by_text["Apollo launches on 12 May; see [[Apollo architecture]]."].id
+    assert "aliases:\n  - Apollo launch\n  - Launch\n" in (vault_dir / launch["path"]).read_text()
+    assert by_text["Met Dana about the Apollo budget."].created.isoformat() == "2025-07-01T00:00:00+00:00"

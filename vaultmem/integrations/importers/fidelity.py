@@ -8,6 +8,8 @@ A reader puts what the source knew about a record in `Incoming.extra`:
   that many good/easy grades), `status` (stale, archived, suspended, superseded);
 - `original_id`: the record's id in the source, kept as the `original_id`
   property so `vaultmem show OLD_ID` and old references still resolve;
+- `aliases`: the names a note was linked by in the source (a markdown note's
+  file name), kept as Obsidian's `aliases` property so its `[[links]]` resolve;
 - `reviews`: its review history, appended to `.vaultmem/reviews.jsonl` with
   the original times, in the review log's own shape;
 - `superseded_by` / `supersedes`: original ids of the records of a chain.
@@ -43,6 +45,8 @@ def keep_state(vault, note_id: str, record: Incoming, report) -> str:
     if status in KEPT_STATUSES:
         changes["status"] = status
     properties = {"original_id": str(extra["original_id"])} if extra.get("original_id") not in (None, "") else {}
+    if extra.get("aliases"):  # Obsidian's own property: the names links to the note may use
+        properties["aliases"] = list(extra["aliases"])
     after = None
     if changes or properties:
         try:

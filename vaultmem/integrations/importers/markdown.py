@@ -13,6 +13,7 @@ holds those too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,10 +60,28 @@ def read_markdown(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Recor
         folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
         title = str(meta.get("title") or file.stem).strip()
         created = _when(next((meta[k] for k in ("created", "date", "created_at") if meta.get(k)), None))
+        if created is None and DAILY_NOTE.match(file.stem):  # a daily note: its day, not when it was last saved
+            created = _when(file.stem)
         if created is None:
             created = datetime.fromtimestamp(file.stat().st_mtime, timezone.utc).replace(microsecond=0)
+        extra = dict(_status(meta), **_identity(meta, file))
         yield Incoming(_with_title(body, title), clean_namespace(folder), tuple(_list(meta.get("tags"))),
-                       str(file), created, "memory", title, extra=_status(meta))
+                       str(file), created, "memory", title, extra=extra)
+
+
+DAILY_NOTE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _identity(meta: dict, file: Path) -> dict:
+    """What lets the note be found again by its old names: its own `id` as `original_id`
+    (`vaultmem show ID`), and its file name among its `aliases`, so Obsidian still resolves the
+    `[[File name]]` links of the other notes to it (vaultmem names the file after its text)."""
+    out = {}
+    if isinstance(meta.get("id"), (str, int)) and not isinstance(meta.get("id"), bool) and str(meta["id"]).strip():
+        out["original_id"] = str(meta["id"]).strip()
+    aliases = [str(a) for a in _list(meta.get("aliases"))]
+    out["aliases"] = list(dict.fromkeys([file.stem, *aliases]))
+    return out
 
 
 def _is_vaultmem(meta) -> bool:
