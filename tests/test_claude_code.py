@@ -63,8 +63,8 @@ def test_install_into_a_fresh_settings_file_then_again_then_uninstall(tmp_path):
     assert again["changed"] is False and path.read_bytes() == before
 
     invoke("hooks", "uninstall", "--claude-code", "--settings", str(path))
-    assert json.loads(path.read_text()) == {}
-    assert path.with_name(path.name + BACKUP_SUFFIX).read_bytes() == before
+    assert not path.exists()  # install made it, and nothing else was ever in it
+    assert not path.with_name(path.name + BACKUP_SUFFIX).exists()
 
 
 EXISTING = {
@@ -108,6 +108,25 @@ def test_install_keeps_other_hooks_and_uninstall_restores_the_exact_bytes(tmp_pa
 
     invoke("hooks", "uninstall", "--settings", str(path))
     assert path.read_text(encoding="utf-8") == original
+
+
+def test_uninstall_gives_a_hand_formatted_file_its_bytes_back_unless_it_changed_since(tmp_path):
+    """A settings file a team keeps in git, formatted by hand: uninstall brings back its exact bytes
+    (json.dumps would put every list on lines of its own) and leaves no backup; a file edited after
+    install keeps that edit, vaultmem's hooks alone taken out."""
+    path = tmp_path / "settings.json"
+    original = '{\n  "model": "opus",\n  "permissions": {"allow": ["Bash(npm test:*)"], "deny": []}\n}\n'
+    path.write_text(original)
+    invoke("hooks", "install", "--settings", str(path))
+    invoke("hooks", "uninstall", "--settings", str(path))
+    assert path.read_text() == original and not path.with_name(path.name + BACKUP_SUFFIX).exists()
+    invoke("hooks", "install", "--settings", str(path))
+    edited = json.loads(path.read_text())
+    edited["model"] = "sonnet"
+    path.write_text(json.dumps(edited, indent=2) + "\n")
+    invoke("hooks", "uninstall", "--settings", str(path))
+    assert json.loads(path.read_text()) == {"model": "sonnet", "permissions": {"allow": ["Bash(npm test:*)"],
+                                                                              "deny": []}}
 
 
 def test_merge_updates_an_old_entry_in_place_and_drops_copies():

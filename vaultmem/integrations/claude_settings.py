@@ -246,8 +246,30 @@ def install(path: Path, command: str | None = None, vault: str | None = None, dr
 
 
 def uninstall(path: Path, dry_run: bool = False) -> SettingsChange:
-    """Take vaultmem's hooks out of the settings file at `path`; nothing else changes."""
+    """Take vaultmem's hooks out of the settings file at `path`; nothing else changes. When that
+    leaves the settings as install found them, the file gets its bytes back from the backup (and
+    the backup goes), or goes itself when install made it: a file a team keeps in git ends as it
+    was, not reformatted."""
+    from vaultmem.errors import BadInput
+    from vaultmem.store.files import atomic_write
+
     path = Path(path).expanduser()
     if not path.exists():
         return SettingsChange(path, False, None, {}, "")
-    return _apply(path, remove_hooks, dry_run)
+    settings, _text = read_settings(path)
+    after = remove_hooks(settings)
+    backup = path.with_name(path.name + BACKUP_SUFFIX)
+    try:
+        before, before_text = read_settings(backup)  # ({}, None) without one: install made the file
+    except BadInput:
+        before, before_text = None, None  # a backup that does not read: not a state to go back to
+    if after == settings or after != before:
+        return _apply(path, remove_hooks, dry_run)
+    if not dry_run:
+        target = path.resolve() if path.is_symlink() else path
+        if before_text is not None:
+            atomic_write(target, before_text)
+            backup.unlink()
+        else:
+            target.unlink()  # install made the file, and nothing else is in it
+    return SettingsChange(path, True, None, installed_events(after), before_text or "")
