@@ -272,12 +272,10 @@ def resolve_moves(root: Path) -> list[str]:
     return done
 
 
-_ID_LINE = re.compile(r"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
-
-
 def _stated_note_id(text: str) -> str | None:
-    match = _ID_LINE.search(text[:4096])
-    return match.group(1) if match else None
+    from vaultmem.store.catalog import stated_id
+
+    return stated_id(text.encode("utf-8"))
 
 
 def _holding_id(top: Path, vault_rel: str, note_id: str | None, other_than: str,

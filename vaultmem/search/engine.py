@@ -1114,7 +1114,7 @@ def _superseded_first(fused: list, notes: dict[str, Note]) -> list:
     """Each superseded memory just above the one that superseded it, when both are candidates."""
     order = list(fused)
     by_link = {notes[path].link: path for path, _s, _g in fused}
-    for path, _score, signals in fused:
+    for path, _score, _signals in fused:
         newer = by_link.get(notes[path].superseded_by)
         if newer is None:
             continue

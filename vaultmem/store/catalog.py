@@ -106,7 +106,7 @@ _DIGITS = frozenset("0123456789")
 _ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
 
 
-def _stated_id(data: bytes) -> str | None:
+def stated_id(data: bytes) -> str | None:
     """The `id:` line of a file that does not parse (broken YAML, a merge conflict), if it has one."""
     match = _ID_LINE.search(data[:4096])
     return match.group(1).decode("utf-8", "replace") if match else None
@@ -518,7 +518,7 @@ class Catalog:
                     note_to_json(note), None)
         except NoteError as exc:
             # The id it names, if a line says it: `grade ID` on a broken note names its problem.
-            return (rel, _stem(rel), _stated_id(data), mtime, size, digest, None, None, None, None,
+            return (rel, _stem(rel), stated_id(data), mtime, size, digest, None, None, None, None,
                     f"{exc.problem}; {exc.fix}")
 
     def _check_known(self, rel: str, data: bytes, note: Note) -> None:
