@@ -319,3 +319,14 @@ def test_a_memory_saved_today_reaches_the_prompt_of_a_vault_full_of_ungraded_one
     latest = run.json("add", "Service svc-999 listens on port 9999", "-n", "work/svc", now="2026-01-08T10:00:00")
     shown = [m["id"] for m in run.json("prompt", "--max-tokens", "120", now="2026-01-08T11:00:00")["memories"]]
     assert shown[:2] == [explicit["id"], latest["id"]]
+
+
+def test_list_by_tag_reads_tags_as_obsidian_does(run):
+    """`list --tag infra` takes nested tags (infra/prod) and any case, as Obsidian's tag pane does
+    (and as `tags` groups them); `--tag infra/prod` only that one."""
+    plain = run.json("add", "The proxy is on port 3128", "-n", "x", "--tags", "infra")["id"]
+    nested = run.json("add", "The prod proxy is on port 3129", "-n", "x", "--tags", "infra/prod")["id"]
+    cased = run.json("add", "The lab proxy is on port 3130", "-n", "x", "--tags", "Infra")["id"]
+    run.json("add", "Lunch is at noon", "-n", "x", "--tags", "infrastructure")
+    assert {n["id"] for n in run.json("list", "--tag", "infra")} == {plain, nested, cased}
+    assert {n["id"] for n in run.json("list", "--tag", "#infra/prod")} == {nested}

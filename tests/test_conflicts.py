@@ -122,6 +122,14 @@ CASES = [
     ("which-cluster-and-its-size", "The production cluster has 5 nodes", "The staging cluster has 3 nodes", 0.9, P),
     ("the-same-service-a-new-port", "The orders service listens on port 8082",
      "The orders service listens on port 8081", 0.9, C),
+    # before / after: the opposite order, not the same statement again
+    ("before-and-after", "Always run migrations after deploying the API",
+     "Always run migrations before deploying the API", 0.9, U),
+    # a number right after the first word may say which one (a room, an incident) or a version:
+    # contested, never superseded
+    ("a-numbered-thing", "Room 14 has a projector", "Room 12 has a projector", 0.9, U),
+    ("a-numbered-incident", "Incident 4522 was caused by a full disk on db-2",
+     "Incident 4521 was caused by a full disk on db-2", 0.9, U),
 ]
 
 

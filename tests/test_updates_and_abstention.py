@@ -214,3 +214,38 @@ def test_a_question_about_how_things_were_finds_what_was_superseded(run, old, ne
     assert older["id"] not in [h["id"] for h in run.json("recall", now_q)]
     then = [h["id"] for h in run.json("recall", then_q)]
     assert then[:2] == [older["id"], newer["id"]]
+
+
+@pytest.mark.real_model
+def test_a_correction_is_compared_by_what_it_states_not_by_the_wrong_text_it_keeps(run):
+    """`correct` keeps the wrong text in a Correction section; later checks compared that too:
+    a newer value only contested the correction ("several things differ: ... Correction"), and
+    correcting it to its own text again made a duplicate."""
+    wrong = add(run, "The API rate limit is 100 requests per minute")
+    right = run.json("correct", wrong["id"], "The API rate limit is 300 requests per minute", "--reason", "raised",
+                     now=LATER)
+    newer = run.json("conflicts", "The API rate limit is 500 requests per minute", "-n", "work/infra")
+    assert [(c["id"], c["action"]) for c in newer] == [(right["id"], "would supersede")]
+    refused = run("correct", right["id"], "The API rate limit is 300 requests per minute", expect=2)
+    assert "already says that" in refused.output
+
+
+@pytest.mark.real_model
+def test_conflicts_predicts_a_backfill_as_add_does_it(run):
+    add(run, "The VPN gateway is at 10.0.0.1", now=LATER)
+    predicted = run.json("conflicts", "The VPN gateway is at 10.0.0.7", "-n", "work/infra", "--created", "2026-01-01")
+    added = run.json("add", "The VPN gateway is at 10.0.0.7", "-n", "work/infra", "--created", "2026-01-01",
+                     now=LATER)
+    assert [c["action"] for c in predicted] == ["would contest"]
+    assert added["superseded"] == [] and len(added["contested"]) == 1
+
+
+@pytest.mark.real_model
+def test_the_update_of_a_core_memory_stays_in_the_core(run):
+    """A durable (L3) fact superseded by its update: the update takes its tier, or the core block
+    at every session start lost the fact ("no memories yet" with --core-only)."""
+    older = run.json("add", "We use Jenkins for CI", "-n", "work/infra", "--tier", "L3")
+    newer = add(run, "We use GitHub Actions for CI", now=LATER)
+    assert newer["superseded"] == [older["id"]] and newer["tier"] == "L3"
+    core = run.json("prompt", "--core-only")["memories"]
+    assert [m["id"] for m in core] == [newer["id"]]

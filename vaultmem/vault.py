@@ -434,7 +434,10 @@ class Vault:
             note = replace(note, **with_evidence(note, session, project, now, explicit))
             reasons = []
             if superseded:
-                note = replace(note, supersedes=superseded[0].note.link)
+                # An update of a durable fact is as durable (L3's replacement fell out of the core
+                # block): the higher of its tier and the one it supersedes
+                held = max(tier, superseded[0].note.tier, key=TIERS.index)
+                note = replace(note, supersedes=superseded[0].note.link, tier=held)
             if contested:
                 note = replace(note, contested=True,  # the closest, as many as an older note keeps
                                contested_with=tuple(i.note.link for i in contested)[:corrections.CONTESTED_KEPT])

@@ -33,7 +33,16 @@ from vaultmem.cli.common import (  # noqa: F401 - shared with the command module
     _warn_problems,
     common,
 )
-from vaultmem.core.model import HIDDEN_STATUSES, STATUSES, TIERS, TYPES, in_namespace, namespace_filter, recall_scope
+from vaultmem.core.model import (
+    HIDDEN_STATUSES,
+    STATUSES,
+    TIERS,
+    TYPES,
+    has_tag,
+    in_namespace,
+    namespace_filter,
+    recall_scope,
+)
 from vaultmem.errors import EXIT_BAD_INPUT, EXIT_LOCKED, BadInput
 
 # ---------------------------------------------------------------- commands
@@ -375,7 +384,7 @@ def list_notes(namespace, kind, status, tier, tag, include_hidden, limit, out, v
     notes = [n for n in notes
              if in_namespace(n.namespace, namespace)
              and (not kind or n.type == kind) and (not status or n.status == status)
-             and (not tier or n.tier == tier) and (not tag or tag.lstrip("#") in n.tags)]
+             and (not tier or n.tier == tier) and has_tag(n, tag)]
     notes.sort(key=lambda n: (n.created, n.id), reverse=True)
     notes = notes[:limit] if limit else notes
     now = clock_now()

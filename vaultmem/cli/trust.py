@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import click
 
-from vaultmem.cli.common import _emit_added, _note_json, _short, _table, _vault, _warn_problems, common
+from vaultmem.cli.common import (
+    _emit_added,
+    _note_json,
+    _parse_created,
+    _short,
+    _table,
+    _vault,
+    _warn_problems,
+    common,
+)
 from vaultmem.errors import EXIT_LEDGER_BROKEN
 
 
 @click.command()
 @click.argument("text")
 @click.option("-n", "--namespace", help="The namespace the memory would go to (required).")
+@click.option("--created", help="As `add --created`: a backfill dated before a memory it contradicts contests it.")
 @common
-def conflicts(text, namespace, out, vault_path):
+def conflicts(text, namespace, created, out, vault_path):
     """Show what adding TEXT would do to existing memories, without writing anything.
 
     Example: vaultmem conflicts "Staging runs Postgres 16" -n work
@@ -26,7 +36,7 @@ def conflicts(text, namespace, out, vault_path):
     if not check_text(text, "the text").strip():
         raise BadInput("the text is empty; give the text you would add, e.g. vaultmem conflicts \"...\" -n work")
     vault = _vault(vault_path)
-    related = vault.related(text, namespace) if vault.config.check_conflicts else []
+    related = vault.related(text, namespace, created=_parse_created(created)) if vault.config.check_conflicts else []
     duplicate, superseded, _contested = decide(related)
     rows, data = [], []
     for item in related:

@@ -395,6 +395,29 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     return Verdict("conflict", f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}", slot=True)
 
 
+def _numbered_subject(t: _Tok, p: _Parsed) -> bool:
+    """A number that may name the thing a sentence opens with ("Room 12 has a projector",
+    "Incident 4521 was caused by ...", "PR 311 fixed ..."): right after the sentence's first
+    word and followed by its verb. It may as well be a version ("Postgres 16 runs ..."), which
+    words cannot tell: such a pair is contested, never superseded."""
+    content = [u for u in p.toks if u.kind not in ("stop", "punct")]
+    i = p.toks.index(t)
+    if len(content) < 3 or content[1] is not t or i == 0 or p.toks[i - 1] is not content[0]:
+        return False
+    if content[0].kind not in ("weak", "name"):
+        return False
+    nxt = p.toks[i + 1] if i + 1 < len(p.toks) else None
+    return nxt is not None and (nxt.key in VERB_STOPS or nxt.key in AUX or nxt.kind == "word")
+
+
+ORDER_WORDS = frozenset(_ws("before after"))
+
+
+def _order_words(p: _Parsed) -> list[str]:
+    """The before/after of a text, in order (stopwords to the rest of the parse)."""
+    return [t.key for t in p.toks if t.key in ORDER_WORDS]
+
+
 def _subject_word_differs(a: _Parsed, b: _Parsed, heavy_a: list[_Tok], heavy_b: list[_Tok],
                           vals_a: list[_Tok], vals_b: list[_Tok]) -> bool:
     """One ordinary word and one value differ on each side, the values of one kind, and each
@@ -523,6 +546,9 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return conflict(f"{'opposites' if any(t.flip for t in a.toks + b.toks) else 'negation'}: '{x}' vs '{y}'")
     diff_a, diff_b = vals_a + heavy_a, vals_b + heavy_b
     if not diff_a and not diff_b:
+        order_a, order_b = _order_words(a), _order_words(b)
+        if order_a != order_b:  # "run migrations before deploying" / "... after deploying": the opposite
+            return Verdict("unclear", f"order differs: {' '.join(order_a) or '-'} vs {' '.join(order_b) or '-'}")
         return Verdict("duplicate", "same content words")
     if not diff_a or not diff_b:
         extra = diff_a or diff_b
@@ -541,6 +567,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
             return Verdict("unclear", f"values differ in different places: {x.raw} vs {y.raw}")
         reason = f"{LABEL[fam_x]} differ: {x.raw} vs {y.raw}"
         shared_values = {t.key for t in shared if t.kind not in ("word", "name", "weak")}
+        if x.kind == y.kind == "num" and _numbered_subject(x, a) and _numbered_subject(y, b):
+            return Verdict("unclear", reason + " (the number may say which one)")
         role = bool(cues & ROLE) and _role_slot(a) and _role_slot(b)
         # Two names at sentence start, each followed by its verb ("Bob keeps bees ..." / "Dan
         # keeps bees ..."): the sentences are about them, as for names elsewhere in a sentence.

@@ -111,9 +111,15 @@ class Note:
         if self.type == "skill":
             trigger = section(self.body, "Trigger")
             return f"{self.title} (when: {trigger})" if trigger else self.title
+        return " ".join(self.claim.split())
+
+    @property
+    def claim(self) -> str:
+        """What the note states: its text without the `## Correction` section `correct` writes
+        (the wrong text it replaced), which compared with a new memory would read as a difference."""
         text = self.text
         correction = CORRECTION_HEADING.search(text)
-        return " ".join((text[:correction.start()] if correction and correction.start() else text).split())
+        return text[:correction.start()].rstrip() if correction and correction.start() else text
 
     @property
     def link(self) -> str:
@@ -135,6 +141,13 @@ def in_namespace(note_namespace: str, wanted: str | None) -> bool:
     below it (`work` takes `work` and `work/infra`, not `workshop`). No filter (None, '') takes all."""
     ns = namespace_filter(wanted)
     return not ns or note_namespace == ns or note_namespace.startswith(ns + "/")
+
+
+def has_tag(note: Note, tag: str | None) -> bool:
+    """Whether `note` carries `tag` as Obsidian reads tags: any case, and a nested tag under
+    it (`infra` takes `infra/prod`); no tag asked: every note."""
+    wanted = (tag or "").strip().lstrip("#").lower()
+    return not wanted or any(t.lower() == wanted or t.lower().startswith(wanted + "/") for t in note.tags)
 
 
 def tidy_tags(tags) -> tuple[str, ...]:

@@ -61,7 +61,7 @@ from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from vaultmem import clock
-from vaultmem.core.model import HIDDEN_STATUSES, RATINGS, STATUSES, TIERS, TYPES, in_namespace
+from vaultmem.core.model import HIDDEN_STATUSES, RATINGS, STATUSES, TIERS, TYPES, has_tag, in_namespace
 from vaultmem.errors import (
     BadInput,
     ConflictError,
@@ -315,11 +315,10 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         kind = _choice(kind, "kind", TYPES)
         status = _choice(status, "status", STATUSES)
         tier = _choice(tier.upper() if tier else tier, "tier", TIERS)
-        tag = (tag or "").lstrip("#")
         notes = [n for n in tools.vault.notes(include_hidden=include_hidden or status in HIDDEN_STATUSES)
                  if in_namespace(n.namespace, namespace)
                  and (not kind or n.type == kind) and (not status or n.status == status)
-                 and (not tier or n.tier == tier) and (not tag or tag in n.tags)]
+                 and (not tier or n.tier == tier) and has_tag(n, tag)]
         notes.sort(key=lambda n: (n.created, n.id), reverse=True)
         shown = []
         for note in notes[:limit]:

@@ -49,7 +49,7 @@ def related(
     # Searched with the text the note will be embedded as, so the add reuses the vector.
     for note, similarity in similar(vault, passage_for(kind, text, tags), namespace, kind, limit):
         # Without the model (similarity None) a difference is never a contradiction: only duplicates count.
-        verdict = agreed(classify(text, note.text, similarity or 0.0), similarity or 0.0)
+        verdict = agreed(classify(text, note.claim, similarity or 0.0), similarity or 0.0)
         relation, reason = verdict.relation, verdict.reason
         if relation == "conflict" and created is not None and created < note.created:
             # A backfilled memory older than the one it contradicts does not replace it.
@@ -171,7 +171,7 @@ def correct(
         if wrong.status == "archived":
             raise BadInput(f"{wrong.id} is archived; `vaultmem restore {wrong.id}` first, then correct it")
         why = (reason or "").strip()
-        old = " ".join(wrong.text.split())
+        old = " ".join(wrong.claim.split())
         # What `add` would refuse is refused before the grade: a refused correction changes nothing.
         body = vault.text_to_write(text, "the corrected text",
                                    'give the right content, e.g. vaultmem correct ID "Staging runs Postgres 16"')
