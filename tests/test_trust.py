@@ -451,3 +451,20 @@ def test_a_correction_is_shown_to_an_agent_without_the_wrong_text_it_replaces(ru
     assert hit["summary"] == "Our daughter Mia is allergic to tree nuts, not peanuts"
     assert "which said: Our daughter Mia is allergic to peanuts" in hit["text"]  # the whole note, as stored
     assert "## Correction" in run("show", right["id"]).stdout
+
+
+def test_commands_run_outside_any_git_repository_earn_no_project_evidence(run, tmp_path, monkeypatch):
+    """A project is $VAULTMEM_PROJECT or the git repository's name: running grades from two plain
+    folders (the vault's own subfolder, /tmp) counted as two projects, enough for L3."""
+    monkeypatch.delenv("VAULTMEM_PROJECT", raising=False)
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "one")
+    note = run.json("add", "Prefer small pull requests", "-n", "dev")
+    for name in ("one", "two"):
+        monkeypatch.chdir(tmp_path / name)
+        run.json("grade", note["id"], "good")
+    assert run.json("why", note["id"])["evidence"]["projects"] == []
+    monkeypatch.setenv("VAULTMEM_PROJECT", "apollo")
+    run.json("grade", note["id"], "good")
+    assert run.json("why", note["id"])["evidence"]["projects"] == ["apollo"]

@@ -21,19 +21,22 @@ def current_session(explicit: str | None = None) -> str:
     return (explicit or os.environ.get("VAULTMEM_SESSION") or "").strip()
 
 
-def current_project(explicit: str | None = None, cwd: str | os.PathLike | None = None) -> str:
-    """The project: given, `$VAULTMEM_PROJECT`, the enclosing git repository's name, or the folder's."""
+def current_project(explicit: str | None = None, cwd: str | os.PathLike | None = None, folder: bool = False) -> str:
+    """The project: given, `$VAULTMEM_PROJECT`, or the enclosing git repository's name; outside
+    one, none ("" : the project evidence that promotes to L3 was earned by running commands
+    from two folders, even the vault's own), or with `folder` the folder's name (a namespace
+    for what a session in it captures)."""
     name = (explicit or os.environ.get("VAULTMEM_PROJECT") or "").strip()
     if name:
         return name
     try:
-        folder = Path(cwd or os.getcwd()).resolve()
+        here = Path(cwd or os.getcwd()).resolve()
     except OSError:
         return ""
-    for candidate in (folder, *folder.parents):
+    for candidate in (here, *here.parents):
         if (candidate / ".git").exists():
             return candidate.name
-    return folder.name
+    return here.name if folder else ""
 
 
 def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = None) -> str:
@@ -42,7 +45,7 @@ def default_namespace(cwd: str | None = None, env: Mapping[str, str] | None = No
     given = (env.get("VAULTMEM_NAMESPACE") or "").strip().strip("/")
     if given:
         return given
-    project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd) or "").strip("-.")
+    project = re.sub(r"[^\w.-]+", "-", current_project(cwd=cwd, folder=True) or "").strip("-.")
     return f"projects/{project}" if project else "inbox"
 
 
