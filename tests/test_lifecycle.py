@@ -146,9 +146,12 @@ def test_health_names_a_supersede_link_a_hand_rename_broke_and_a_linked_folder(r
     outside = tmp_path / "elsewhere"
     (outside / "x").mkdir(parents=True)
     (vault_dir / "memories" / "linked").symlink_to(outside)
+    (outside / "kept.md").write_text("A note kept outside the vault\n")
+    (vault_dir / "memories" / "w" / "kept.md").symlink_to(outside / "kept.md")
     problems = {p["path"]: p["problem"] for p in run.json("health")["problems"]}
     assert "superseded_by links to" in problems[old["path"]] and "no note is named" in problems[old["path"]]
     assert "not seen" in problems["memories/linked"]
+    assert "link to a file" in problems["memories/w/kept.md"]  # a linked note file, named too
 
 
 def test_recall_all_labels_an_archived_or_suspended_hit_as_such(run):

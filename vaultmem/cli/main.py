@@ -580,7 +580,7 @@ def health(out, vault_path):
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.client import watcher_status
     from vaultmem.store.catalog import NOTE_FOLDERS
-    from vaultmem.store.files import kept_aside, leftover_temps, linked_folders
+    from vaultmem.store.files import kept_aside, leftover_temps, links_in
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
@@ -588,9 +588,10 @@ def health(out, vault_path):
     ledger_check = vault.verify(record=False)  # reads without the write lock if a stuck process holds it
     aside = [(note, f"a save made while vaultmem wrote it is kept beside it in {name}: copy what you need "
                     "from it into the note, then delete that file") for note, name in kept_aside(vault.root)]
-    linked = [(folder, "is a link to another folder, which vaultmem does not follow: the notes in it are not "
-                       "seen; move them into a real folder of the vault") for folder in linked_folders(vault.root,
-                                                                                       NOTE_FOLDERS)]
+    linked = [(path, "is a link to another folder, which vaultmem does not follow: the notes in it are not "
+                     "seen; move them into a real folder of the vault" if is_folder else
+               "is a link to a file, which vaultmem does not follow: the note is not seen; put the file itself "
+               "here instead of a link") for path, is_folder in links_in(vault.root, NOTE_FOLDERS)]
     report = health_report(catalog.notes, [*catalog.problems, *aside, *linked], clock_now(), vault.config,
                            ledger_check, status)
     report["recall"] = status

@@ -244,15 +244,19 @@ def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int
     return removed
 
 
-def linked_folders(root: Path, note_folders: Iterable[str]) -> list[str]:
-    """Vault-relative paths of the links to folders inside the note folders: vaultmem follows no
-    link (a note there would be written, or matched, somewhere nobody chose), so the notes in
-    them are not seen; `health` says so rather than leave them silently out."""
+def links_in(root: Path, note_folders: Iterable[str]) -> list[tuple[str, bool]]:
+    """(vault-relative path, whether it is a folder) of the links in the note folders, to a
+    folder or a note file: vaultmem follows no link (a note there would be written, or matched,
+    somewhere nobody chose), so what they hold is not seen; `health` says so rather than leave
+    it silently out."""
     found = []
     for top in note_folders:
-        for folder, dirs, _names in os.walk(root / top):
+        for folder, dirs, names in os.walk(root / top):
             dirs[:] = [d for d in dirs if not d.startswith(".")]
-            found += [Path(folder, d).relative_to(root).as_posix() for d in dirs if os.path.islink(Path(folder, d))]
+            found += [(Path(folder, d).relative_to(root).as_posix(), True) for d in dirs
+                      if os.path.islink(Path(folder, d))]
+            found += [(Path(folder, n).relative_to(root).as_posix(), False) for n in names
+                      if n.endswith(".md") and not n.startswith(".") and os.path.islink(Path(folder, n))]
     return sorted(found)
 
 
