@@ -249,3 +249,17 @@ def test_the_update_of_a_core_memory_stays_in_the_core(run):
     assert newer["superseded"] == [older["id"]] and newer["tier"] == "L3"
     core = run.json("prompt", "--core-only")["memories"]
     assert [m["id"] for m in core] == [newer["id"]]
+
+
+@pytest.mark.real_model
+def test_a_correction_of_a_contested_memory_takes_over_its_contest(run):
+    """"Dana" and a hedged "probably Omar" are contested; correcting the hedged one to "Omar" left
+    the correction uncontested, and resolving in Dana's favour then left both facts in force."""
+    dana = add(run, "The release manager is Dana")
+    hedged = add(run, "The release manager is probably Omar, not sure")
+    assert hedged["contested"] == [dana["id"]]
+    omar = run.json("correct", hedged["id"], "The release manager is Omar", "--reason", "confirmed")
+    assert run.json("show", omar["id"])["contested"] is True
+    run("resolve", dana["id"])
+    assert run.json("show", omar["id"])["status"] == "superseded"
+    assert [h["id"] for h in run.json("recall", "who is the release manager")] == [dana["id"]]

@@ -197,12 +197,31 @@ def correct(
         )
         vault.update_note(added.note.id, lambda n: {"supersedes": wrong.link}, op="edit", detail={"corrects": wrong.id})
         supersede(vault, wrong.id, added.note, why or "corrected")
+        _carry_contests(vault, wrong, vault.get(added.note.id))
         return replace(
             added,
             note=vault.get(added.note.id),
             superseded=(wrong.id,),
             reason=f"corrects {wrong.id}" + (f": {why}" if why else ""),
         )
+
+
+def _carry_contests(vault, wrong: Note, correction: Note) -> None:
+    """The memories the wrong one was contested with are contested with its correction: the
+    question between them is still open (a later `resolve` of one of them left it and the
+    correction both in force, uncontested)."""
+    if not wrong.contested:
+        return
+    by_link = {note.link: note for note in vault.notes()}
+    others = [by_link[link] for link in wrong.contested_with if link in by_link and link != correction.link]
+    if not others:
+        return
+    now = clock.now()
+    for other in others:
+        vault.update_note(other.id, contest_change([correction], now), op="contest",
+                          detail={"with": correction.id, "reason": f"the correction of {wrong.id}"})
+    vault.update_note(correction.id, contest_change(others, now), op="contest",
+                      detail={"with": [other.id for other in others], "reason": f"carried from {wrong.id}"})
 
 
 def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
