@@ -330,3 +330,16 @@ def test_list_by_tag_reads_tags_as_obsidian_does(run):
     run.json("add", "Lunch is at noon", "-n", "x", "--tags", "infrastructure")
     assert {n["id"] for n in run.json("list", "--tag", "infra")} == {plain, nested, cased}
     assert {n["id"] for n in run.json("list", "--tag", "#infra/prod")} == {nested}
+
+
+def test_health_says_once_when_an_obsidian_vault_holds_notes_vaultmem_does_not_see(run, vault_dir):
+    """`init` in an Obsidian vault leaves the person's notes where they are, outside memories/:
+    they are not memories, and health says so (with the command that imports them)."""
+    assert run.json("health")["warnings"] == []
+    (vault_dir / "Daily").mkdir()
+    (vault_dir / "Daily" / "2025-07-01.md").write_text("Met Dana.\n")
+    (vault_dir / "Projects.md").write_text("Apollo, Zeus\n")
+    warnings = run.json("health")["warnings"]
+    assert len(warnings) == 1 and warnings[0]["path"] == "Daily/2025-07-01.md"
+    assert warnings[0]["warning"].startswith("2 markdown files outside memories/") and "vaultmem import" in \
+        warnings[0]["warning"]

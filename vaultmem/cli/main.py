@@ -580,7 +580,7 @@ def health(out, vault_path):
     from vaultmem.search.engine import RecallEngine
     from vaultmem.service.client import watcher_status
     from vaultmem.store.catalog import NOTE_FOLDERS
-    from vaultmem.store.files import kept_aside, leftover_temps, links_in
+    from vaultmem.store.files import kept_aside, leftover_temps, links_in, markdown_elsewhere
 
     vault = _vault(vault_path)
     status = RecallEngine(vault).status()
@@ -595,6 +595,12 @@ def health(out, vault_path):
     report = health_report(catalog.notes, [*catalog.problems, *aside, *linked], clock_now(), vault.config,
                            ledger_check, status)
     report["recall"] = status
+    elsewhere = markdown_elsewhere(vault.root, NOTE_FOLDERS)
+    if elsewhere:
+        report["warnings"].append({"path": elsewhere[0], "warning": (
+            f"{len(elsewhere)} markdown files outside memories/, skills/ and archive/ are no memories vaultmem "
+            "sees (a person's notes of this Obsidian vault?); `vaultmem import FOLDER -n NAMESPACE` makes "
+            "memories of those you want recalled")})
     report["write_lock"] = ledger_check.get("write_lock")
     report["watcher"] = watcher = watcher_status(str(vault.root))
     report["leftover_temps"] = temps = [path.relative_to(vault.root).as_posix() for path in leftover_temps(vault.root)]

@@ -244,6 +244,21 @@ def remove_leftover_temps(root: Path, older_than: float = LEFTOVER_AFTER) -> int
     return removed
 
 
+def markdown_elsewhere(root: Path, note_folders: Iterable[str]) -> list[str]:
+    """Vault-relative paths of markdown files outside the note folders (and `templates/`, hidden
+    folders, the vault's own README.md): a person's notes of an Obsidian vault vaultmem was made
+    in, which are no memories until imported; `health` says so once."""
+    skip = {*note_folders, "templates"}
+    found = []
+    for folder, dirs, names in os.walk(root):
+        if Path(folder) == root:
+            dirs[:] = [d for d in dirs if d not in skip]
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [Path(folder, n).relative_to(root).as_posix() for n in names
+                  if n.endswith(".md") and not n.startswith(".") and not (Path(folder) == root and n == "README.md")]
+    return sorted(found)
+
+
 def links_in(root: Path, note_folders: Iterable[str]) -> list[tuple[str, bool]]:
     """(vault-relative path, whether it is a folder) of the links in the note folders, to a
     folder or a note file: vaultmem follows no link (a note there would be written, or matched,
