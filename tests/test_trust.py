@@ -468,3 +468,18 @@ def test_commands_run_outside_any_git_repository_earn_no_project_evidence(run, t
     monkeypatch.setenv("VAULTMEM_PROJECT", "apollo")
     run.json("grade", note["id"], "good")
     assert run.json("why", note["id"])["evidence"]["projects"] == ["apollo"]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 7, 65536])
+def test_a_log_read_from_its_end_gives_every_line_whatever_the_block(tmp_path, block):
+    """verify reads the ledger and the review log from their end a block at a time: a line cut by a
+    block's start must come back whole, and a final newline starts no empty line."""
+    from vaultmem.store.files import lines_from_end
+
+    for data in (b"", b"a\n", b"a", b'{"op": "grade"}\n{"op": "add"}\n', b"ab\n\ncd\n", b"x" * 10 + b"\n" + b"y" * 7):
+        path = tmp_path / "log.jsonl"
+        path.write_bytes(data)
+        lines = data.split(b"\n")
+        if lines[-1] == b"":
+            lines.pop()
+        assert list(lines_from_end(path, block)) == lines[::-1]

@@ -8,13 +8,14 @@ legitimate, so unless asked to only report it records them as external edits
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 from vaultmem import clock
 from vaultmem.core.model import Note
 from vaultmem.core.note import parse
 from vaultmem.errors import NoteError
-from vaultmem.store.files import read_text
+from vaultmem.store.files import lines_from_end, read_text
 
 # How long a report (verify without recording) waits for a busy write lock before it reads without it.
 REPORT_LOCK_WAIT = 2.0
@@ -140,36 +141,26 @@ GRADE_TIME_SLACK = 2.0  # seconds between a grade's review-log time and its ledg
 def _holds_grade(ledger_path, note_id: str, when) -> bool:
     """Whether the ledger records a grade of `note_id` made at `when` (within a second or two:
     the two lines are written one after the other), or a `re-anchor` after it (the gap is on
-    record). Read from the end, where it almost always is, a block at a time; a ledger whose
-    tail was cut is read to its start."""
+    record). Read from the end, where it almost always is; a ledger whose tail was cut is read
+    to its start."""
     import json
 
     from vaultmem.timefmt import parse_datetime
 
     wanted = f'"{note_id}"'.encode("utf-8")
     try:
-        with open(ledger_path, "rb") as handle:
-            end = handle.seek(0, 2)
-            carry = b""
-            while end > 0:
-                start = max(0, end - 65536)
-                handle.seek(start)
-                lines = (handle.read(end - start) + carry).split(b"\n")
-                carry = lines.pop(0) if start > 0 else b""  # maybe cut by the block's start
-                for raw in reversed(lines):
-                    if b'"re-anchor"' not in raw and (b'"grade"' not in raw or wanted not in raw):
-                        continue  # most lines: not parsed
-                    try:
-                        record = json.loads(raw)
-                        if record.get("op") == "re-anchor":
-                            return True  # a gap put on record (verify --re-anchor) after what was lost
-                        if (record.get("op") == "grade" and record.get("id") == note_id and
-                                abs((parse_datetime(record.get("time", "")) - when).total_seconds())
-                                <= GRADE_TIME_SLACK):
-                            return True
-                    except (ValueError, TypeError, AttributeError):
-                        continue
-                end = start
+        for raw in lines_from_end(ledger_path):
+            if b'"re-anchor"' not in raw and (b'"grade"' not in raw or wanted not in raw):
+                continue  # most lines: not parsed
+            try:
+                record = json.loads(raw)
+                if record.get("op") == "re-anchor":
+                    return True  # a gap put on record (verify --re-anchor) after what was lost
+                if (record.get("op") == "grade" and record.get("id") == note_id and
+                        abs((parse_datetime(record.get("time", "")) - when).total_seconds()) <= GRADE_TIME_SLACK):
+                    return True
+            except (ValueError, TypeError, AttributeError):
+                continue
     except FileNotFoundError:
         return False
     return False
@@ -180,14 +171,11 @@ def _last_lines(path, count: int = 1) -> list[dict]:
     import json
 
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(0, size - 65536))
-            tail = handle.read().splitlines()
+        tail = list(itertools.islice(lines_from_end(path), count + 1))
     except FileNotFoundError:
         return []
     records = []
-    for raw in tail[-count - 1:]:
+    for raw in reversed(tail):
         try:
             record = json.loads(raw)
         except ValueError:

@@ -647,6 +647,24 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def lines_from_end(path: Path, block: int = 65536) -> Iterator[bytes]:
+    """The lines of a file, the last first (a final newline ends the last line, it starts no
+    other), read a block at a time from the end: a log's newest records without reading all of
+    it. FileNotFoundError, at the first line asked for, when there is no file."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, 2)
+        carry = None  # the start of the line a block began in the middle of
+        while end > 0:
+            start = max(0, end - block)
+            handle.seek(start)
+            lines = (handle.read(end - start) + (carry or b"")).split(b"\n")
+            if carry is None and lines[-1] == b"":
+                lines.pop()  # after the final newline
+            carry = lines.pop(0) if start > 0 else b""
+            yield from reversed(lines)
+            end = start
+
+
 def append_jsonl(path: Path, record: dict) -> None:
     """Append one JSON line (the logs are append-only; callers hold the write lock)."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vaultmem.core.merge import GENESIS, ledger_record_hash
-from vaultmem.store.files import file_stamp, in_batch
+from vaultmem.store.files import file_stamp, in_batch, lines_from_end
 
 # The hash of one ledger line: its fields (without `hash`) in canonical JSON (core/merge.py, which
 # writes merge records, defines it; `vaultmem.store.ledger.record_hash` is the name callers use).
@@ -189,14 +189,13 @@ class Ledger:
         or `verify` finds the chain broken)."""
         wanted = record_hash.encode("ascii", "replace")
         try:
-            with open(self.path, "rb") as handle:
-                for line in handle:
-                    if wanted in line:  # as its own hash, or as the `prev` of the record after it
-                        try:
-                            if json.loads(line).get("hash") == record_hash:
-                                return True
-                        except (ValueError, AttributeError):
-                            continue
+            for line in lines_from_end(self.path):  # (the tip read last is near the end, as a rule)
+                if wanted in line:  # as its own hash, or as the `prev` of the record after it
+                    try:
+                        if json.loads(line).get("hash") == record_hash:
+                            return True
+                    except (ValueError, AttributeError):
+                        continue
         except OSError:
             pass
         return False
