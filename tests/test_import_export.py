@@ -240,7 +240,8 @@ def test_import_agentmemory_sr_counts_sources_and_merges(vault_dir, run, tmp_pat
     db = agentmemory_sr_db(tmp_path / "memory.db", SR_ROWS)
     report = run.json("import", str(db))
     assert report["format"] == "agentmemory-sr"
-    assert report["counts"] == {"added": 3, "merged": 1, "unchanged": 0, "conflicts": 0, "skipped": 0, "errors": 0}
+    assert report["counts"] == {"added": 3, "updated": 0, "merged": 1, "unchanged": 0, "conflicts": 0,
+                                "skipped": 0, "errors": 0}
     assert report["merged"][0]["reason"] == "repeated in the import"
     vault = Vault(vault_dir)
     notes = {n.text: n for n in vault.notes()}
@@ -458,3 +459,48 @@ def test_an_obsidian_folder_keeps_links_ids_and_daily_note_dates(vault_dir, run,
     assert launch["id"] == by_text["Apollo launches on 12 May; see [[Apollo architecture]]."].id
     assert "aliases:\n  - Apollo launch\n  - Launch\n" in (vault_dir / launch["path"]).read_text()
     assert by_text["Met Dana about the Apollo budget."].created.isoformat() == "2025-07-01T00:00:00+00:00"
+
+
+def test_a_markdown_note_changed_since_its_import_supersedes_its_old_text(vault_dir, run, tmp_path, lexical):
+    """A notes folder imported again after a note in it changed: the note's new text supersedes
+    what the first import made (one memory in force, the old one kept as history), and `show` by
+    the note's own id finds the new one; unless the person edited the imported note in the vault
+    meanwhile (recorded or not): then it is a conflict (exit 3) and both are left as they are."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    deploys = notes / "Deploys.md"
+    deploys.write_text("---\nid: rule-7\n---\nDeploys happen on Tuesdays after standup.\n")
+    wifi = notes / "Wifi.md"
+    wifi.write_text("The wifi password rotates on the first Monday of the month.\n")
+    run.json("import", str(notes), "-n", "team")
+    vault = Vault(vault_dir)
+    first = {n.text.splitlines()[-1]: n for n in vault.notes()}
+    old = first["Deploys happen on Tuesdays after standup."]
+
+    deploys.write_text("---\nid: rule-7\n---\nDeploys happen on Wednesdays after standup.\n")
+    predicted = run.json("import", str(notes), "-n", "team", "--dry-run")
+    assert predicted["counts"]["updated"] == 1 and predicted["counts"]["added"] == 0
+    assert Vault(vault_dir).get(old.id).status == "active", "a dry run writes nothing"
+    report = run.json("import", str(notes), "-n", "team")
+    assert report["counts"] == {"added": 0, "updated": 1, "merged": 1, "unchanged": 0, "conflicts": 0,
+                                "skipped": 0, "errors": 0}
+    vault = Vault(vault_dir)
+    new = vault.get(report["updated"][0]["id"])
+    assert new.text.splitlines()[-1] == "Deploys happen on Wednesdays after standup."
+    assert vault.get(old.id).status == "superseded" and vault.get(old.id).superseded_by == new.link
+    assert run.json("show", "rule-7")["id"] == new.id
+    in_force = [n for n in vault.notes() if n.source == old.source]
+    assert [n.id for n in in_force] == [new.id]
+    again = run.json("import", str(notes), "-n", "team")
+    assert again["counts"]["updated"] == 0 and again["counts"]["added"] == 0, "the same folder again: nothing"
+
+    # The person fixed the imported wifi note in the vault (no command ran since), then the file changed too.
+    kept = first["The wifi password rotates on the first Monday of the month."]
+    hand = vault_dir / kept.path
+    hand.write_text(hand.read_text().replace("first Monday", "first Tuesday"))
+    wifi.write_text("The wifi password rotates on the second Monday of the month.\n")
+    result = run("import", str(notes), "-n", "team", expect=3)
+    assert f"imported as {kept.id}, which was edited in the vault too" in result.output
+    vault = Vault(vault_dir)
+    assert vault.get(kept.id).status == "active" and "first Tuesday" in vault.get(kept.id).text
+    assert not any("second Monday" in n.text for n in vault.notes(include_hidden=True))

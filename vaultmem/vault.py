@@ -163,6 +163,12 @@ class Vault:
         if entry:
             self.ledger.append_many([entry])
 
+    def has_unrecorded_edit(self, note: Note) -> bool:
+        """Whether the note's file holds a change made by hand that the ledger has not recorded yet
+        (it is recorded when vaultmem next rewrites the note, or by `verify` or the watcher)."""
+        text = read_text(self.root / note.path, self.config.max_note_bytes)
+        return self._unseen_edit(note, text, "") is not None
+
     def _unseen_edit(self, note: Note, text: str, noticed_by: str) -> tuple | None:
         """The ledger entry for a change made by hand since the note's last record, if any."""
         from vaultmem.store.ledger import content_hash
@@ -300,7 +306,9 @@ class Vault:
 
     def by_original_id(self, old_id: str) -> list[Note]:
         """Imported notes whose `original_id` (their id in the store they came from) is `old_id`,
-        so references kept elsewhere still resolve. Reads only the files that have one."""
+        so references kept elsewhere still resolve. Reads only the files that have one. A note
+        imported again after it changed leaves its earlier import superseded with the same
+        `original_id`: the one in force answers."""
         old_id = str(old_id).strip()
         found = []
         for note in self.catalog().notes:
@@ -313,7 +321,7 @@ class Vault:
                 continue
             if value is not None and str(value) == old_id:
                 found.append(note)
-        return found
+        return [n for n in found if n.status != "superseded"] or found
 
     # ------------------------------------------------------------ writing
 

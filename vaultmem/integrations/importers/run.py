@@ -4,7 +4,7 @@ Reads the source with `read` (the package's format detection and readers) and
 writes what it holds: memories and skills through `Vault.add`, merged rather
 than copied when the vault already has them and never superseding anything,
 whole note files through `exporters.restore_file`. The `Report` lists every
-record as added, merged, unchanged, a conflict, skipped or an error;
+record as added, updated, merged, unchanged, a conflict, skipped or an error;
 `vaultmem import` (cli_agents.py) prints it and takes its exit code from it.
 """
 
@@ -30,6 +30,8 @@ class Report:
     format: str
     dry_run: bool = False
     added: list[dict] = field(default_factory=list)
+    # A markdown note imported before whose file changed since: its new text supersedes the old import.
+    updated: list[dict] = field(default_factory=list)
     merged: list[dict] = field(default_factory=list)  # a recurrence of an existing memory, or a repeat
     unchanged: list[dict] = field(default_factory=list)  # a restored note the vault already has, identical
     conflicts: list[dict] = field(default_factory=list)  # a restored note the vault has with other text
@@ -41,7 +43,7 @@ class Report:
     chains: int = 0  # supersede links made between imported notes
 
     def to_dict(self) -> dict:
-        lists = ("added", "merged", "unchanged", "conflicts", "skipped", "errors")
+        lists = ("added", "updated", "merged", "unchanged", "conflicts", "skipped", "errors")
         return {"path": self.path, "format": self.format, "dry_run": self.dry_run, "fields": self.fields,
                 "reviews": self.reviews, "chains": self.chains,
                 "counts": {name: len(getattr(self, name)) for name in lists},
@@ -49,7 +51,8 @@ class Report:
 
     def summary(self) -> str:
         verb = "would import" if self.dry_run else "imported"
-        parts = [f"{verb} {len(self.added)}", f"merged {len(self.merged)}"]
+        parts = [f"{verb} {len(self.added)}"] + ([f"updated {len(self.updated)}"] if self.updated else []) \
+            + [f"merged {len(self.merged)}"]
         if self.unchanged or self.conflicts:
             parts += [f"unchanged {len(self.unchanged)}", f"conflicts {len(self.conflicts)}"]
         parts += [f"skipped {len(self.skipped)}", f"errors {len(self.errors)}"]
@@ -74,7 +77,10 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     merged into a recurrence); an exact repeat, inside the import or of a memory
     the namespace already has, is merged without writing anything, so importing
     the same file twice changes nothing. Imports never supersede or contest
-    existing memories. Whole note files (an export, a note with vaultmem
+    existing memories, but for one case that is no guess: a markdown note
+    imported before whose file now says something else supersedes the note
+    its earlier text became (unless that note was edited in the vault since:
+    then it is a conflict, left as it is). Whole note files (an export, a note with vaultmem
     properties) are restored byte for byte; one that exists with other text is a
     conflict and is left alone. Nothing is written with `dry_run`.
     """
@@ -90,6 +96,7 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     chains: list[tuple[str, str, str]] = []
     fallback = default_namespace(source_path, fmt)
     known = _known_texts(vault)
+    earlier = ImportedFiles(vault) if fmt == "markdown" else None
     seen: dict[tuple, str] = {}
     index = NoteIndex.of(vault)
     incoming = sorted((r for r in records if isinstance(r, Incoming)),
@@ -108,7 +115,7 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
         else:
             if record.source.startswith(str(source_path)):  # no /home/<user>/ in the vault's sources
                 record = replace(record, source=shown_path + record.source[len(str(source_path)):])
-            note_id = _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact)
+            note_id = _add_one(vault, record, base, fallback, known, seen, report, dry_run, redact, earlier)
             original = record.extra.get("original_id")
             if note_id and original not in (None, ""):
                 imported[str(original)] = note_id
@@ -134,8 +141,71 @@ def _known_texts(vault) -> dict[tuple, str]:
     return known
 
 
+class ImportedFiles:
+    """The memories in force that a markdown import made, by (source file, namespace, type): what
+    a file imported again replaces when its text changed (the newest, when an older import left
+    two), and whether the vault changed one of them since."""
+
+    def __init__(self, vault):
+        self.vault = vault
+        self.notes = {}
+        for note in sorted(vault.notes(include_hidden=True),
+                           key=lambda n: n.created or datetime.min.replace(tzinfo=timezone.utc)):
+            if note.source and note.status not in ("superseded", "archived"):
+                self.notes[(note.source, note.namespace, note.type)] = note
+        self._text_edits: set[str] | None = None
+
+    def of(self, record: Incoming, namespace: str):
+        return self.notes.get((record.source, namespace, record.kind))
+
+    def edited_in_vault(self, note) -> bool:
+        """Whether the note's text may have been changed in the vault since it was written: an
+        `edit` of its text or a change by hand the ledger records (one of its properties only
+        counts too, which errs on the side of leaving the note alone), or a change by hand it has
+        not recorded yet. The ledger is read once, for every note an import finds changed."""
+        try:
+            if self.vault.has_unrecorded_edit(note):
+                return True
+        except (OSError, VaultmemError):
+            return True  # unreadable now: certainly not the text the import wrote
+        if self._text_edits is None:
+            self._text_edits = {r["id"] for _n, r, _raw in self.vault.ledger.records() if r and (
+                r.get("op") == "external-edit"
+                or (r.get("op") == "edit" and "text" in ((r.get("detail") or {}).get("fields") or ())))}
+        return note.id in self._text_edits
+
+
+def _update_one(vault, old, record: Incoming, text: str, namespace: str, report: Report, dry_run: bool,
+                redact: bool, edited: bool) -> str | None:
+    """A markdown note imported before as `old`, whose file now holds `text`: a new note with the
+    file's text supersedes `old` (its grades and history stay with it), or a conflict when `old`
+    was edited in the vault since, so neither side's change is lost."""
+    from vaultmem.ops.corrections import supersede_pair
+
+    entry = {"namespace": namespace, "source": record.source, "supersedes": old.id}
+    if edited:
+        report.conflicts.append({"id": old.id, "source": record.source, "reason": (
+            f"changed since it was imported as {old.id}, which was edited in the vault too; both left as they "
+            f"are (`vaultmem correct {old.id} TEXT` takes the file's text)")})
+        return old.id
+    if dry_run:
+        report.updated.append(dict(entry, id=None))
+        return None
+    try:
+        result = vault.add(text, namespace, tags=record.tags, source=record.source, created=record.created,
+                           tier=record.tier or old.tier, kind=record.kind, title=record.title, redact=redact,
+                           supersede=False, merge=False)
+        keep_state(vault, result.note.id, record, report)
+        _old, new = supersede_pair(vault, old.id, result.note.id, f"its source changed: {record.source}")
+    except VaultmemError as exc:
+        _refused(report, record.source, exc)
+        return None
+    report.updated.append(dict(entry, id=new.id, path=new.path))
+    return new.id
+
+
 def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, seen: dict, report: Report,
-             dry_run: bool, redact: bool) -> str | None:
+             dry_run: bool, redact: bool, earlier: ImportedFiles | None = None) -> str | None:
     """Write one record; the id of the note that holds it now (new or merged into), or None."""
     from vaultmem.vault import check_namespace
 
@@ -159,6 +229,10 @@ def _add_one(vault, record: Incoming, base: str, fallback: str, known: dict, see
         report.merged.append({"id": known[key], "namespace": namespace, "source": record.source,
                               "reason": "already in the vault"})
         return known[key]
+    old = earlier.of(record, namespace) if earlier is not None else None
+    if old is not None:
+        seen[key] = old.id
+        return _update_one(vault, old, record, text, namespace, report, dry_run, redact, earlier.edited_in_vault(old))
     if dry_run:
         _predict(vault, record, text, namespace, key, seen, report, redact)
         return
