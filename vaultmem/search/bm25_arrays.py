@@ -47,11 +47,21 @@ class SegmentArrays:
         self.whole = not deleted  # nothing deleted: Whoosh's own counts are the live ones
         if deleted:
             self.alive[np.fromiter(deleted, dtype=np.int64)] = False
-        self._lengths: dict[str, np.ndarray] = {}
+        self._stored: dict[str, np.ndarray | None] = {}
+        self._lengths: dict[str, np.ndarray | None] = {}
+
+    def stored_lengths(self, field: str) -> np.ndarray | None:
+        """Each document's length of `field` as Whoosh decodes it, 0 where it has none."""
+        if field not in self._stored:
+            self._stored[field] = _field_lengths(self.reader, field, self.size)
+        return self._stored[field]
 
     def lengths(self, field: str) -> np.ndarray | None:
+        """The lengths scoring divides by: as stored, 1 where none is (Whoosh's scorer's default;
+        such a document has no postings in the field anyway)."""
         if field not in self._lengths:
-            self._lengths[field] = _field_lengths(self.reader, field, self.size)
+            stored = self.stored_lengths(field)
+            self._lengths[field] = None if stored is None else np.where(stored == 0, 1.0, stored)
         return self._lengths[field]
 
 
@@ -77,7 +87,7 @@ class LiveStatistics:
         if field not in self._mean:
             total = 0.0
             for _reader, _offset, arrays in self.leaves:
-                lengths = arrays.lengths(field)
+                lengths = arrays.stored_lengths(field)  # a document without the field counts 0, as in Whoosh's
                 if lengths is None:
                     self._mean[field] = None
                     return None
@@ -113,7 +123,7 @@ class LiveStatistics:
 
 
 def _field_lengths(reader, field: str, size: int) -> np.ndarray | None:
-    """Every document's length of `field` as Whoosh decodes it (1 where none is stored)."""
+    """Every document's length of `field` as Whoosh decodes it (0 where none is stored)."""
     perdoc = getattr(reader, "_perdoc", None)
     cached = getattr(perdoc, "_cached_reader", None)
     if cached is None:
@@ -122,7 +132,7 @@ def _field_lengths(reader, field: str, size: int) -> np.ndarray | None:
 
     column = cached(_lenfield(field), LENGTHS_COLUMN)
     if column is None:
-        return np.ones(size, dtype=np.float64)
+        return np.zeros(size, dtype=np.float64)
     try:
         stored = column._dbfile.get(column._basepos, column._count * column._fixedlen)
     except AttributeError:
@@ -131,9 +141,7 @@ def _field_lengths(reader, field: str, size: int) -> np.ndarray | None:
         return None
     codes = np.zeros(size, dtype=np.uint8)
     codes[: min(size, column._count)] = np.frombuffer(stored, dtype=np.uint8)[:size]
-    lengths = _length_table()[codes]
-    lengths[codes == 0] = 1.0  # the scorer's default for a document without a stored length
-    return lengths
+    return _length_table()[codes]
 
 
 def _postings(reader, field: str, term: str) -> tuple[np.ndarray, np.ndarray] | None:
