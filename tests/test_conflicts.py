@@ -130,6 +130,20 @@ CASES = [
     ("a-numbered-thing", "Room 14 has a projector", "Room 12 has a projector", 0.9, U),
     ("a-numbered-incident", "Incident 4522 was caused by a full disk on db-2",
      "Incident 4521 was caused by a full disk on db-2", 0.9, U),
+    # the same words with their roles exchanged say something else: contested, never a repeat
+    # (a repeat drops the new fact and reinforces the old one)
+    ("negation-moved", "Use npm, never pnpm.", "Use pnpm, never npm.", 0.95, U),
+    ("negation-moved-twice", "Never use pnpm, always use npm", "Always use pnpm, never use npm", 0.95, U),
+    ("roles-exchanged", "db2 is the primary and db1 is the replica", "db1 is the primary and db2 is the replica",
+     0.95, U),
+    ("caller-and-called", "The backend calls the frontend", "The frontend calls the backend", 0.95, U),
+    ("ports-exchanged", "Port 8443 is for HTTP and 8080 is for HTTPS", "Port 8080 is for HTTP and 8443 is for HTTPS",
+     0.95, U),
+    ("comparison-reversed", "Production is faster than staging", "Staging is faster than production", 0.95, U),
+    # ... but the passive names its roles the other way round, and a negation said another way is the same
+    ("passive-of-the-same", "The weekly design review is chaired by Ana", "Ana chairs the weekly design review",
+     0.9, D),
+    ("not-or-never", "We never deploy on Fridays", "We do not deploy on Fridays", 0.9, D),
 ]
 
 

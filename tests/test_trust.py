@@ -85,6 +85,19 @@ def test_the_same_memory_again_is_a_recurrence_not_a_copy(run, vault_dir, monkey
     assert copy["action"] == "added" and copy["id"] != first["id"]
 
 
+def test_the_same_words_with_roles_exchanged_are_contested_not_a_repeat(run, vault_dir):
+    """"Use npm, never pnpm" after "Use pnpm, never npm": the same content words, the opposite
+    rule. Taken for a repeat, the new fact was dropped and the old one counted again."""
+    first = run.json("add", "Use pnpm, never npm.", "-n", "tooling")
+    swapped = run.json("add", "Use npm, never pnpm.", "-n", "tooling")
+    assert swapped["action"] == "added" and swapped["contested"] == [first["id"]]
+    assert ("recur", first["id"]) not in ledger_ops(vault_dir), "the old rule was not counted again"
+    assert "npm, never pnpm" in (vault_dir / swapped["path"]).read_text()
+    primary = run.json("add", "db1 is the primary and db2 is the replica", "-n", "infra")
+    failover = run.json("add", "db2 is the primary and db1 is the replica", "-n", "infra")
+    assert failover["action"] == "added" and failover["contested"] == [primary["id"]]
+
+
 def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     wrong = run.json("add", "The office wifi password rotates monthly", "-n", "office")
     fixed = run.json("correct", wrong["id"], "The office wifi password rotates every quarter",

@@ -413,6 +413,55 @@ def _numbered_subject(t: _Tok, p: _Parsed) -> bool:
 ORDER_WORDS = frozenset(_ws("before after"))
 
 
+def _swapped(a: _Parsed, b: _Parsed) -> tuple[str, str, str] | None:
+    """Two content words that trade places around a third the texts share ("db1 is the primary
+    and db2 the replica" / "db2 is the primary and db1 the replica"): (x, y, the one between).
+    The same words do not say the same then; a reworded sentence ("Postgres 16 runs on staging" /
+    "staging runs Postgres 16") matches too, and is contested rather than taken for a repeat:
+    a wrong repeat would drop the new fact and reinforce the old one."""
+    def positions(p: _Parsed) -> dict[str, int]:
+        seen: dict[str, int] = {}
+        for i, t in enumerate(t for t in p.content if t.key not in LIGHT):
+            seen.setdefault(t.key, i)
+        return seen
+
+    pos_a, pos_b = positions(a), positions(b)
+    keys = [k for k in pos_a if k in pos_b]
+    for x in keys:
+        for y in keys:
+            if pos_a[x] >= pos_a[y] or pos_b[y] >= pos_b[x]:
+                continue
+            for z in keys:
+                if pos_a[x] < pos_a[z] < pos_a[y] and pos_b[y] < pos_b[z] < pos_b[x]:
+                    return x, y, z
+    return None
+
+
+PARTICIPLES = set(_ws("led held kept run made built owned paid sent set put taught bought sold told found given known"
+                       " written done seen taken chosen driven"))
+
+
+def _denied(p: _Parsed) -> list[str]:
+    """The content word each negation cue ("never", "not", "no") applies to: the next one."""
+    out = []
+    for i, t in enumerate(p.toks):
+        if t.kind == "neg":
+            out.append(next((u.key for u in p.toks[i + 1:] if _content(u) and u.key not in LIGHT), ""))
+    return sorted(out)
+
+
+def _passive(p: _Parsed) -> bool:
+    """A passive verb ("is led by", "are needed for"): the sentence names its roles in the other
+    order, so words that trade places with an active sentence's say the same."""
+    toks = p.toks
+    for i, t in enumerate(toks[:-1]):
+        if t.key in BE:
+            following = next((u.raw.lower() for u in toks[i + 1:i + 3] if u.kind != "neg"), "")
+            if following.endswith("ed") or following in PARTICIPLES:
+                return True
+    return False
+
+
 def _order_words(p: _Parsed) -> list[str]:
     """The before/after of a text, in order (stopwords to the rest of the parse)."""
     return [t.key for t in p.toks if t.key in ORDER_WORDS]
@@ -549,6 +598,12 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         order_a, order_b = _order_words(a), _order_words(b)
         if order_a != order_b:  # "run migrations before deploying" / "... after deploying": the opposite
             return Verdict("unclear", f"order differs: {' '.join(order_a) or '-'} vs {' '.join(order_b) or '-'}")
+        denied_a, denied_b = _denied(a), _denied(b)
+        if denied_a != denied_b:  # "use pnpm, never npm" / "use npm, never pnpm"
+            return Verdict("unclear", f"the negation moved: {' '.join(denied_a) or '-'} vs {' '.join(denied_b) or '-'}")
+        swapped = None if _passive(a) != _passive(b) else _swapped(a, b)
+        if swapped:  # "use pnpm, never npm" / "use npm, never pnpm": the same words, roles exchanged
+            return Verdict("unclear", f"same words, {swapped[0]} and {swapped[1]} exchanged around {swapped[2]}")
         return Verdict("duplicate", "same content words")
     if not diff_a or not diff_b:
         extra = diff_a or diff_b
