@@ -618,3 +618,34 @@ def test_a_note_renamed_and_graded_on_one_side_and_graded_on_the_other_merges_by
         note = vault.get(ids["db"])
         assert note.path == renamed and not (root / old).exists() and note.reps == 3
         vaultmem(root, "verify", "--strict")
+
+
+def test_the_watcher_takes_a_merged_note_for_no_hand_edit(origin, monkeypatch):
+    """A grade on each machine, then a sync: the note's text is the merge's, which its merge
+    record vouches for. The watcher sees the file change and must not record it as a hand
+    edit: it did, leaving `.vaultmem/ledger.jsonl` modified after every merge (and after a
+    checkout of one), so `git checkout` refused to switch back."""
+    origin_root, ids = origin
+    a, b = clones_through_a_remote(origin_root)
+    at(monkeypatch, "2026-01-07T10:00:00")
+    Vault(b).grade(ids["db"], "good")
+    vaultmem(b, "sync")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    Vault(a).grade(ids["db"], "hard")
+    vaultmem(a, "sync")
+    vault = Vault(a)
+    note = vault.get(ids["db"])
+    assert vault.ledger.last(note.id)["op"] == "merge"
+    assert vault.record_external_edits([note.path]) == 0
+    assert git(a, "status", "--porcelain").stdout == ""
+    git(a, "checkout", "-q", "HEAD~1")
+    assert Vault(a).record_external_edits([note.path]) == 0
+    git(a, "checkout", "-q", "main")
+    assert Vault(a).record_external_edits([note.path]) == 0
+    assert git(a, "status", "--porcelain").stdout == ""
+    # a hand edit is still one (of a note whose last record is not a merge: after a merge, any text
+    # of a note both sides changed is taken for the merged one until its next record, by verify too)
+    cache = Vault(a).get(ids["cache"])
+    path = a / cache.path
+    path.write_text(path.read_text().replace("Redis 7", "Redis 7.2"))
+    assert Vault(a).record_external_edits([cache.path]) == 1

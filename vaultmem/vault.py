@@ -159,7 +159,7 @@ class Vault:
 
     def _record_unseen_edit(self, note: Note, text: str, noticed_by: str) -> None:
         """Before vaultmem rewrites a note, record a change made by hand since its last record."""
-        entry = self._unseen_edit(note, text, noticed_by)
+        entry = self.unseen_edit(note, text, noticed_by)
         if entry:
             self.ledger.append_many([entry])
 
@@ -167,9 +167,9 @@ class Vault:
         """Whether the note's file holds a change made by hand that the ledger has not recorded yet
         (it is recorded when vaultmem next rewrites the note, or by `verify` or the watcher)."""
         text = read_text(self.root / note.path, self.config.max_note_bytes)
-        return self._unseen_edit(note, text, "") is not None
+        return self.unseen_edit(note, text, "") is not None
 
-    def _unseen_edit(self, note: Note, text: str, noticed_by: str) -> tuple | None:
+    def unseen_edit(self, note: Note, text: str, noticed_by: str) -> tuple | None:
         """The ledger entry for a change made by hand since the note's last record, if any."""
         from vaultmem.store.ledger import content_hash
 
@@ -979,7 +979,7 @@ class Vault:
             base, new_text = result
             before, after = job[3][base]
             if new_text != base:
-                unseen = self._unseen_edit(before, base, op)
+                unseen = self.unseen_edit(before, base, op)
                 entries += [unseen] if unseen else []
                 files.append((after.path, new_text, as_read_back(after)))
                 when = clock.format_datetime(clock.now())

@@ -187,8 +187,6 @@ def _last_lines(path, count: int = 1) -> list[dict]:
 
 def record_external_edits(vault, paths: Iterable[str]) -> int:
     """Record hand edits of `paths` (the watcher's events) in the ledger; returns how many."""
-    from vaultmem.store.ledger import content_hash
-
     count = 0
     with vault.write_lock():
         for rel in paths:
@@ -201,9 +199,11 @@ def record_external_edits(vault, paths: Iterable[str]) -> int:
                 note = parse(text, rel, vault.defaults_for(rel, path))
             except NoteError:
                 continue
-            last = vault.ledger.last(note.id)
-            if last is None or last.get("content") != content_hash(text):
-                vault.record("external-edit", note, text, {"noticed_by": "watcher", "first_seen": last is None})
+            # The same test as before vaultmem rewrites a note: a merge record vouches for the text
+            # a merge made (its notes changed on both sides), which no other record hashes.
+            entry = vault.unseen_edit(note, text, "watcher")
+            if entry:
+                vault.ledger.append_many([entry])
                 count += 1
     return count
 
