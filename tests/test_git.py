@@ -649,3 +649,40 @@ def test_the_watcher_takes_a_merged_note_for_no_hand_edit(origin, monkeypatch):
     path = a / cache.path
     path.write_text(path.read_text().replace("Redis 7", "Redis 7.2"))
     assert Vault(a).record_external_edits([cache.path]) == 1
+
+
+def test_two_notes_given_one_name_on_two_machines_are_both_kept(origin, monkeypatch):
+    """Two memories that open with the same words get the same file name on two machines:
+    git stops on one file holding both, and keeping "the right lines" (what the message said)
+    dropped one teammate's memory. sync keeps both, theirs under the next free name, and
+    after a plain `git pull` that stopped on it, `health` says so and sync finishes the merge."""
+    origin_root, _ids = origin
+    a, b = clones_through_a_remote(origin_root)
+    opening = "The release checklist for the mobile app lives in Confluence under "
+    mob = Vault(a).add(opening + "MOB, owned by Priya", "process").note
+    vaultmem(a, "sync")
+    qa = Vault(b).add(opening + "QA, kept by Ravi", "process").note
+    assert qa.path == mob.path
+    vaultmem(b, "sync")
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        assert {vault.get(mob.id).text.splitlines()[-1], vault.get(qa.id).text.splitlines()[-1]} == {
+            opening + "MOB, owned by Priya", opening + "QA, kept by Ravi"}
+        assert vault.get(mob.id).path != vault.get(qa.id).path
+        vaultmem(root, "verify", "--strict")
+        assert git(root, "status", "--porcelain").stdout == ""
+
+    # The same with a plain pull first: it stops on the file; health names two notes; sync settles it.
+    ops = Vault(a).add("The on-call rotation for the payments team is kept in PagerDuty by Lena", "process").note
+    vaultmem(a, "sync")
+    other = Vault(b).add("The on-call rotation for the payments team is kept in PagerDuty by Omar", "process").note
+    assert other.path == ops.path
+    commit(b, "b")
+    assert git(b, "pull", "-q", "--no-rebase", "--no-edit", check=False).returncode != 0
+    assert "two different notes got this file name" in vaultmem(b, "health").output
+    vaultmem(b, "sync")
+    vault = Vault(b)
+    assert vault.get(ops.id).path != vault.get(other.id).path
+    vaultmem(b, "verify", "--strict")
+    assert git(b, "status", "--porcelain").stdout == ""

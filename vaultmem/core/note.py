@@ -98,7 +98,14 @@ def has_conflict_markers(text: str) -> bool:
     return len({match.group(1) for match in _CONFLICT_MARKERS.finditer(text)}) == 2
 
 
-def conflict_error(path: str) -> NoteError:
+_ID_LINES = re.compile(r"^id:[ \t]*[\"']?([\w.-]+)", re.MULTILINE)
+
+
+def conflict_error(path: str, text: str = "") -> NoteError:
+    if len(set(_ID_LINES.findall(text))) > 1:  # two notes, one name: keeping "the right lines" drops one
+        return NoteError(path, f"unresolved merge conflict in {path}: two different notes got this file name "
+                               "on two machines", "`vaultmem sync` keeps both (theirs beside it as NAME-2.md) and "
+                                                  "finishes the merge")
     return NoteError(path, f"unresolved merge conflict in {path}",
                      "keep the right lines, delete the <<<<<<< ======= >>>>>>> markers, then `git add` the file")
 
@@ -318,7 +325,7 @@ def parse(text: str, path: str, defaults: dict) -> Note:
     property (`load_frontmatter`), or a property of the wrong kind.
     """
     if has_conflict_markers(text):
-        raise conflict_error(path)
+        raise conflict_error(path, text)
     block, body = split_frontmatter(text)
     data = load_frontmatter(block, path).data if block is not None else {}
 

@@ -151,14 +151,20 @@ def sync(vault, message: str) -> dict:
     """Record hand edits (`verify`), commit the vault's changes, pull (a merge, with the
     drivers), push.
 
-    Refuses with unmerged paths (a merge a person has not finished). A pull that
-    stops on a true conflict leaves it for the person, named, and pushes nothing.
+    Refuses with unmerged paths (a merge a person has not finished), once it has settled
+    those it can (a note moved on one side, two notes given one name): after a plain `git
+    pull` that stopped on those alone, sync finishes the merge. A pull that stops on a true
+    conflict leaves it for the person, named, and pushes nothing.
     """
     root = vault.root
     setup = status(root)
     if not setup.repository:
         raise GitError(f"{root} is not inside a git repository; `git init` it and add a remote first")
     unmerged = unmerged_paths(root)
+    if unmerged and (resolve_moves(root) + split_name_collisions(root)):  # a plain `git pull` stopped on them
+        unmerged = unmerged_paths(root)
+        if not unmerged:
+            git(root, "commit", "-q", "--no-edit")
     if unmerged:
         raise BadInput(f"unmerged paths: {', '.join(unmerged)}; resolve them (edit, then `git add`), "
                        "`git commit`, then sync again")
@@ -181,7 +187,7 @@ def sync(vault, message: str) -> dict:
     # other side's grade into it. A note moved and changed is paired by its id (resolve_moves).
     # (Not -X no-renames: git 2.39's default strategy, ort, still paired them with it.)
     pulled = git(root, "pull", "--no-rebase", "--no-edit", "-q", "-X", "find-renames=100%", check=False)
-    resolved = resolve_moves(root)
+    resolved = resolve_moves(root) + split_name_collisions(root)
     conflicts = unmerged_paths(root)
     if conflicts:
         return {"committed": committed, "pulled": False, "pushed": False, "conflicts": conflicts, "ledger": ledger,
@@ -270,6 +276,46 @@ def resolve_moves(root: Path) -> list[str]:
             git(top, "add", "--", moved_rel)
             done.append(rel)
     return done
+
+
+def split_name_collisions(root: Path) -> list[str]:
+    """Two different notes (two ids) that got the same file name on two machines (names come
+    from the text: two memories that open with the same words) and were added on both sides:
+    git stops on them as one file with markers, and keeping "the right lines" deleted one
+    teammate's memory. Ours stays at its name, theirs goes beside it under the next free one
+    (`name-2.md`), as an add names a note whose name is taken; the ledger follows the move at
+    the next `verify`. Returns the paths split."""
+    top = repository_of(root)
+    if top is None:
+        return []
+    split = []
+    for line in git(top, "status", "--porcelain", "-z").stdout.split("\0"):
+        code, rel = line[:2], line[3:]
+        if code != "AA" or not rel.endswith(".md"):
+            continue
+        ours, theirs = _stage(top, 2, rel), _stage(top, 3, rel)
+        our_id, their_id = _stated_note_id(ours), _stated_note_id(theirs)
+        if not our_id or not their_id or our_id == their_id:
+            continue  # the same note added on both sides: the driver merged it, or a person must
+        target = _free_name(top, rel)
+        (top / rel).write_bytes(ours.encode("utf-8"))
+        target.write_bytes(theirs.encode("utf-8"))
+        git(top, "add", "--", rel, target.relative_to(top).as_posix())
+        split.append(rel)
+    return split
+
+
+def _free_name(top: Path, rel: str) -> Path:
+    """`name-N.md` beside `rel`, the first N that neither the work tree nor the index holds."""
+    path = top / rel
+    stem = path.name[:-len(".md")]
+    number = 2
+    while True:
+        candidate = path.with_name(f"{stem}-{number}.md")
+        tracked = git(top, "ls-files", "--", candidate.relative_to(top).as_posix()).stdout.strip()
+        if not candidate.exists() and not tracked:
+            return candidate
+        number += 1
 
 
 def _stated_note_id(text: str) -> str | None:
