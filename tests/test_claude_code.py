@@ -625,6 +625,12 @@ def test_hooks_for_a_named_vault_tell_the_agent_to_name_it_and_stop_commands_tha
     assert run("pre-tool-use", bash(tmp_path, f'vaultmem --vault {filled} add "Deploys use ArgoCD" -n work')) == ""
     assert run("pre-tool-use", bash(tmp_path, f'vaultmem add "Deploys use ArgoCD" -n work --vault {filled}')) == ""
     assert run("pre-tool-use", bash(tmp_path, "vaultmem hooks status --claude-code")) == ""
+    # Without vaultmem on the PATH, the command to run instead is the one the hooks themselves use.
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if not (Path(p) / "vaultmem").exists())
+    denied = json.loads(run("pre-tool-use", bash(tmp_path, 'vaultmem add "Deploys use ArgoCD" -n work')))
+    reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
+    assert f"Run instead: {sys.executable} -m vaultmem --vault {filled} add 'Deploys use ArgoCD' -n work" in reason
 
 
 def test_a_namespace_less_add_with_a_tag_prefix_is_told_the_command_that_passes(tmp_path):

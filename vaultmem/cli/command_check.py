@@ -84,19 +84,21 @@ def vaultmem_args(words: list[str]) -> list[str] | None:
     return None
 
 
-def check_command(command: str, cwd: str | None = None, *, root, vault: str | None = None) -> str | None:
+def check_command(command: str, cwd: str | None = None, *, root, vault: str | None = None,
+                  prefix: str | None = None) -> str | None:
     """Why a Bash command's vaultmem invocation would fail (with the right syntax), or None to allow.
 
     `root` is the CLI's click group (`vaultmem.cli.main.cli`, or the running command's root); it is
     passed in because the command modules that call this are part of that group. `vault`: the
     vault the hooks were installed for (`--vault`), which a command without one would miss.
+    `prefix`: how the agent calls vaultmem (the hooks know: vaultmem may not be on its PATH).
     """
     for words in shell_commands(command):
         args = vaultmem_args(words)
         if args is None:
             continue
         named = any(word.startswith("VAULTMEM_VAULT=") for word in words)
-        reason = check_args(args, cwd=cwd, root=root, vault=None if named else vault)
+        reason = check_args(args, cwd=cwd, root=root, vault=None if named else vault, prefix=prefix)
         if reason:
             return reason
     return None
@@ -108,9 +110,11 @@ _SHARED_OPTIONS = {"vault_path", "as_json", "quiet", "help"}
 _SETUP_COMMANDS = {"init", "hooks", "schedule", "install-skill", "mcp", "git", "hook"}
 
 
-def check_args(args: list[str], cwd: str | None = None, *, root, vault: str | None = None) -> str | None:
+def check_args(args: list[str], cwd: str | None = None, *, root, vault: str | None = None,
+               prefix: str | None = None) -> str | None:
     """Check vaultmem arguments against the command tree under `root`; a reason to deny, or None.
-    `vault`: the session's vault (see check_command)."""
+    `vault`: the session's vault (see check_command); `prefix`: how the agent calls vaultmem, which
+    the commands a reason suggests start with (vaultmem [--vault VAULT] unless given)."""
     import click
 
     if not args or any(a in ("-h", "--help", "--version") for a in args):
@@ -155,7 +159,8 @@ def check_args(args: list[str], cwd: str | None = None, *, root, vault: str | No
     except click.exceptions.Exit:
         return None
     name = path[-1] if len(path) == 2 else ""
-    prefix = f"vaultmem --vault {shlex.quote(vault)}" if vault else "vaultmem"
+    if prefix is None:
+        prefix = f"vaultmem --vault {shlex.quote(vault)}" if vault else "vaultmem"
     tagged = _TAG_PREFIX.match(ctx.params.get("text") or "") if name == "add" else None
     if name in ("add", "learn") and not (ctx.params.get("namespace") or "").strip():
         cmd = _command_at(root, path)

@@ -107,13 +107,15 @@ def fast_hook(argv: list[str]) -> bool:
     return True
 
 
-def check_bash(command: str, cwd: str | None = None, vault: str | None = None) -> str | None:
+def check_bash(command: str, cwd: str | None = None, vault: str | None = None,
+               prefix: str | None = None) -> str | None:
     """PreToolUse's judge of a Bash line against the full command tree (loads click only when asked);
-    `vault`: the hooks' --vault, which the agent's commands must name too."""
+    `vault`: the hooks' --vault, which the agent's commands must name too; `prefix`: how the
+    agent calls vaultmem (the commands it is told to run instead start with it)."""
     from vaultmem.cli.command_check import check_command
     from vaultmem.cli.main import cli
 
-    return check_command(command, cwd, root=cli, vault=vault)
+    return check_command(command, cwd, root=cli, vault=vault, prefix=prefix)
 
 
 # Commands that run for hours: they keep numpy's BLAS threads (one_blas_thread).

@@ -59,7 +59,7 @@ OFF_VALUES = {"off", "0", "false", "no", "disable", "disabled"}
 
 # PreToolUse's judge: (Bash command, working folder) -> a reason to deny, or None to allow.
 # The CLI passes its own (cli/command_check.py, via cli.entry.check_bash); this module never imports the CLI.
-CommandCheck = Callable[[str, str | None], str | None]
+CommandCheck = Callable[..., str | None]  # (command, cwd, prefix=how the agent calls vaultmem)
 
 
 @dataclass(frozen=True)
@@ -472,7 +472,7 @@ def pre_tool_use(run: _Run) -> dict | None:
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
     if not isinstance(command, str) or "vaultmem" not in command or run.check is None:
         return None
-    reason = run.check(command, run.cwd)
+    reason = run.check(command, run.cwd, prefix=agent_command(run))
     if reason is None:
         return None
     return _deny(reason)
