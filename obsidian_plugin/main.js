@@ -7883,7 +7883,7 @@ function idleAnchor(note) {
   return Math.max(
     note.created,
     note.updated,
-    ...note.last_review !== null ? [note.last_review] : [],
+    ...note.last_review !== null ? [note.last_review, note.due] : [],
     ...note.decayed !== null ? [note.decayed] : []
   );
 }

@@ -181,21 +181,48 @@ def test_backfilled_memory_keeps_its_date_but_does_not_start_out_decayed(run):
 
 
 def test_staleness_is_scaled_by_use_as_agent_brain_does(run, vault_dir):
-    """Stale after 30 days x (1 + uses): a memory that helped three times has 120 days, not 30."""
+    """Stale after 30 days x (1 + uses) idle: a memory that helped three times has 120 days, not
+    30, counted from its review date (it is not idle before FSRS wants it again)."""
     unused = run.json("add", "The lunch order goes out at eleven", "-n", "x")
     used = run.json("add", "Deploys go through the staging cluster first", "-n", "x")
     for day in (0, 1, 2):
         run("grade", used["id"], "good", now=days_after(day))
+    due = parse_datetime(run.json("show", used["id"])["due"])
+    days_to_due = (due - parse_datetime(days_after(0))).total_seconds() / 86400
     changed = {c["id"] for c in run.json("decay", now=days_after(2 + 31))["changes"] if c["changes"].get("status")}
     assert changed == {unused["id"]}
     assert run.json("show", used["id"], now=days_after(2 + 31))["status"] == "active"
-    run("decay", now=days_after(2 + 119))
+    run("decay", now=days_after(days_to_due + 119))
     assert run.json("show", used["id"])["status"] == "active"
-    run("decay", now=days_after(2 + 121))
+    run("decay", now=days_after(days_to_due + 121))
     assert run.json("show", used["id"])["status"] == "stale"
 
     (vault_dir / ".vaultmem" / "config.yaml").write_text("lifecycle:\n  stale_per_use: 0\n")
     fresh = run.json("add", "The printer is on floor two", "-n", "y", now=days_after(200))
     run("grade", fresh["id"], "good", now=days_after(200))
-    run("decay", now=days_after(231))
+    due = parse_datetime(run.json("show", fresh["id"])["due"])
+    run("decay", now=format_datetime(due + timedelta(days=31)))
     assert run.json("show", fresh["id"])["status"] == "stale", "stale_per_use: 0 is the flat rule"
+
+
+def test_a_memory_that_helps_at_every_review_is_never_archived_before_it_is_due(run):
+    """FSRS spaces a memory that keeps holding months apart. Idle decay counted from the last
+    grade took its strength to the floor between reviews, and the memory that helped at every
+    review was archived before it was next due (gone from review and recall). Not idle before
+    its review date: it keeps its strength until then, and a memory nobody grades still fades."""
+    kept = run.json("add", "The VPN gateway is vpn.acme.io", "-n", "work")
+    unused = run.json("add", "The team lunch is on Thursdays", "-n", "work")
+    for day in (0, 1, 8, 40, 158):
+        run("grade", kept["id"], "good", now=days_after(day))
+    after = run.json("show", kept["id"], now=days_after(158))
+    due = parse_datetime(after["due"])
+    assert (due - parse_datetime(days_after(158))).days > 200, "FSRS scheduled it far ahead"
+    day_before_due = (due - parse_datetime(days_after(0))).days - 1
+    run("decay", now=days_after(day_before_due))
+    on_the_eve = run.json("show", kept["id"], now=days_after(day_before_due))
+    assert on_the_eve["status"] == "active" and on_the_eve["strength"] == after["strength"]
+    assert run.json("show", unused["id"])["status"] == "archived", "unused: faded, stale, archived"
+    assert kept["id"] in {n["id"] for n in run.json("review", now=days_after(day_before_due + 2))}
+    # Left unused after its review date, it fades like any other.
+    run("decay", now=days_after(day_before_due + 1 + 7 * 20))
+    assert run.json("show", kept["id"])["strength"] < after["strength"]

@@ -176,9 +176,10 @@ export function retrievability(note: Note, now: number, config: Config): number 
   return algorithm(config).forgetting_curve(days, note.stability);
 }
 
-/** Since when idle decay is unaccounted for (schedule.py's `idle_anchor`). */
+/** Since when idle decay is unaccounted for (schedule.py's `idle_anchor`): a graded memory
+ * is not idle before its review date. */
 function idleAnchor(note: Note): number {
-  return Math.max(note.created, note.updated, ...(note.last_review !== null ? [note.last_review] : []),
+  return Math.max(note.created, note.updated, ...(note.last_review !== null ? [note.last_review, note.due] : []),
     ...(note.decayed !== null ? [note.decayed] : []));
 }
 

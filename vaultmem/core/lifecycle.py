@@ -1,10 +1,12 @@
 """Lifecycle decisions: which notes decay, go stale or get archived, and what
 is due for review. Pure functions of (notes, now, config); the vault applies them.
 
-    active --(untouched stale_after_days x (1 + stale_per_use x uses))--> stale
+    active --(idle stale_after_days x (1 + stale_per_use x uses))--> stale
     --(at the strength floor archive_after_floor_days)--> archived (moved to archive/, restorable)
 
-`uses` are the grades that were not lapses (`reps - lapses`): a memory that
+Idle time counts from the last grade or change, or from the review date FSRS set when
+that is later: a memory confirmed and not due yet is not idle. `uses` are the grades that
+were not lapses (`reps - lapses`): a memory that
 helped six times is given seven times as long before it goes stale, as Agent
 Brain's rule does (30 days x (1 + uses)); `stale_per_use: 0` gives every
 memory the same threshold.
@@ -37,6 +39,13 @@ def last_touched(note: Note) -> datetime:
     return max(t for t in (note.created, note.updated, note.last_review) if t is not None)
 
 
+def idle_since(note: Note) -> datetime:
+    """Since when the note has waited unused: its last touch, or its review date when it was
+    graded and FSRS scheduled it later (not idle before then: see schedule.idle_anchor)."""
+    touched = last_touched(note)
+    return max(touched, note.due) if note.last_review is not None and note.due is not None else touched
+
+
 def uses(note: Note) -> int:
     """How often the memory was used and helped: its grades that were not lapses."""
     return max(0, note.reps - note.lapses)
@@ -58,7 +67,7 @@ def decay_step(note: Note, now: datetime, config: Config, stale_after_days: floa
     if strength != note.strength or decayed != note.decayed:
         changes.update(strength=strength, decayed=decayed)
     status = note.status
-    if status == "active" and now - last_touched(note) >= stale_threshold(note, config, stale_after_days):
+    if status == "active" and now - idle_since(note) >= stale_threshold(note, config, stale_after_days):
         status = "stale"
         changes["status"] = status
     at_floor_since = decayed or note.decayed

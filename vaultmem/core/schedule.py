@@ -127,10 +127,14 @@ def retrievability(note: Note, now: datetime, config: Config) -> float | None:
 def idle_anchor(note: Note) -> datetime:
     """Since when idle decay is unaccounted for: the last grade or change by vaultmem,
     the last decay step, or creation. (`updated`, not `created`, is when a
-    backfilled memory entered the vault: an import does not start out decayed.)"""
+    backfilled memory entered the vault: an import does not start out decayed.)
+    A memory that was graded is not idle before its review date: FSRS scheduled it
+    that far ahead because it is expected to hold until then (counted from its last
+    grade, a memory that helped at every review lost strength over months-long
+    intervals and was archived before it was next due)."""
     candidates = [note.created, note.updated]
     if note.last_review:
-        candidates.append(note.last_review)
+        candidates += [note.last_review, note.due]
     if note.decayed:
         candidates.append(note.decayed)
     return max(candidates)
