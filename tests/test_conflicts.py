@@ -144,6 +144,10 @@ CASES = [
     ("passive-of-the-same", "The weekly design review is chaired by Ana", "Ana chairs the weekly design review",
      0.9, D),
     ("not-or-never", "We never deploy on Fridays", "We do not deploy on Fridays", 0.9, D),
+    # a number from 1900 to 2099 is a figure beside another figure, not a year
+    ("a-figure-that-looks-like-a-year", "The checkout service handles about 2000 requests per second",
+     "The checkout service handles about 1200 requests per second", 0.9, C),
+    ("seats-that-look-like-a-year", "Initrode has 2000 seats", "Initrode has 4000 seats", 0.9, C),
 ]
 
 

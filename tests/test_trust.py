@@ -240,6 +240,20 @@ def test_prompt_puts_core_first_then_learning_then_review_within_budget(run):
     assert len(small["text"]) <= 200 and small["left_out"] >= 1
 
 
+def test_a_large_core_leaves_the_learning_queue_its_share_of_the_prompt(run):
+    """Sixty core memories fill the budget by themselves: the learning queue (new memories,
+    which gain strength by being seen) still gets its share, so a memory saved today shows."""
+    for number in range(60):
+        run("add", f"Core rule {number}: service {number} deploys through pipeline {number} with canary steps",
+            "-n", "ops", "--tier", "L2", "--no-supersede", "--allow-duplicate")
+    new = run.json("add", "The staging database moved to port 6543", "-n", "ops")
+    block = run.json("prompt", "--max-tokens", "600")
+    sections = [m["section"] for m in block["memories"]]
+    assert sections.count("core") >= 10 and block["left_out"] > 0
+    assert new["id"] in [m["id"] for m in block["memories"]] and "## Learning" in block["text"]
+    assert len(block["text"]) <= 600 * 4
+
+
 # ---------------------------------------------------------------- ledger
 
 

@@ -331,6 +331,15 @@ def _same_date(x: str, y: str) -> bool:
     return bool(pairs) and all(p == q for p, q in pairs)
 
 
+def _family(t: _Tok, other: _Tok) -> str:
+    """What kind of value `t` is, beside the value `other` in its place: a bare number from 1900
+    to 2099 reads as a year, but beside a plain number it is one too ("about 2000 requests"
+    after "about 1200 requests": a figure that grew, not a date beside a number)."""
+    if t.kind == "date" and other.kind == "num" and t.raw.isdigit():
+        return "num"
+    return FAMILY.get(t.kind, t.kind)
+
+
 def _around(t: _Tok, p: _Parsed) -> tuple[str | None, str | None]:
     seq = [u for u in p.content if u is t or u.kind != "word" or u.key not in LIGHT]
     i = seq.index(t)
@@ -614,7 +623,7 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return Verdict("compatible", f"adds detail: {_show(extra)}")
     if len(vals_a) == len(vals_b) == 1 and not heavy_a and not heavy_b:
         x, y = vals_a[0], vals_b[0]
-        fam_x, fam_y = FAMILY.get(x.kind, x.kind), FAMILY.get(y.kind, y.kind)
+        fam_x, fam_y = _family(x, y), _family(y, x)
         if fam_x != fam_y:
             return Verdict("compatible", f"different details: {x.raw} / {y.raw}")
         (la, ra), (lb, rb) = _around(x, a), _around(y, b)

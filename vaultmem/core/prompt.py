@@ -5,7 +5,8 @@ matters most survives:
 
 1. Core: L3 (durable) then L2 (every session) memories, strongest first.
 2. Learning queue: memories still in learning (new, learning, relearning).
-   They are always shown, since exposure is how they gain strength.
+   They are always shown, since exposure is how they gain strength: Core
+   leaves them a quarter of the budget (LEARNING_SHARE) when it would fill it.
 3. Review queue: graduated memories, ranked by stability x usage x state
    (usage: reviews so far; state: retrievability now), so the ones that have
    proved themselves come before the ones drifting out of reach.
@@ -31,6 +32,7 @@ from vaultmem.core.schedule import label, retrievability
 
 CHARS_PER_TOKEN = 4
 MAX_LINE_CHARS = 400
+LEARNING_SHARE = 0.25  # of the budget Core leaves to the learning queue when it would fill it
 HEADER = "Memories from vaultmem (id, namespace, label). Grade what you use: vaultmem grade ID good|again"
 SECTIONS = {
     "core": "## Core (always applies)",
@@ -112,16 +114,24 @@ def prompt_lines(notes: list[Note], now: datetime, config: Config, namespace: st
 
 
 def render_prompt(lines: list[PromptLine], max_tokens: int) -> PromptBlock:
-    """The block within `max_tokens` (section headings included in the count)."""
+    """The block within `max_tokens` (section headings included in the count). Core takes
+    at most what leaves LEARNING_SHARE of the budget to the learning queue, when it has
+    lines: exposure is how a new memory gains strength (with 66 core memories the queue
+    never showed, and new memories faded unseen)."""
     budget = max_tokens * CHARS_PER_TOKEN
     out: list[str] = []
     used = len(HEADER) + 1 + OVERHEAD
+    learning = [line for line in lines if line.section == "learning"]
+    wanted = sum(len(line.text) + 1 for line in learning) + (len(SECTIONS["learning"]) + 1 if learning else 0)
+    reserve = min(wanted, int(max(0, budget - used) * LEARNING_SHARE))
     kept: list[PromptLine] = []
     current = None
     for line in lines:
         heading = SECTIONS[line.section] if line.section != current else None
         cost = len(line.text) + 1 + (len(heading) + 1 if heading else 0)
-        if used + cost > budget:
+        if used + cost > budget - (reserve if line.section == "core" else 0):
+            if line.section == "core" and learning:
+                continue  # the rest of Core gives way to the learning queue's share
             break
         if heading:
             out.append(heading)
