@@ -84,6 +84,10 @@ def test_newer_memory_on_the_same_subject_outranks_the_older(run):
     assert top_ids(run, "how do we deploy the web app")[:2] == [new["id"], old["id"]]
     # Asking how things were puts the older one first.
     assert top_ids(run, "how did we deploy the web app before we switched")[0] == old["id"]
+    # The scores read down the list in order (an agent picking the highest score picked the older).
+    for query in ("how do we deploy the web app", "how did we deploy the web app before we switched"):
+        scores = [hit["score"] for hit in run.json("recall", query, "--min-score", "0")]
+        assert scores == sorted(scores, reverse=True)
 
 
 @pytest.mark.real_model

@@ -1104,9 +1104,7 @@ class RecallEngine:
                 pos_old = next(k for k, item in enumerate(order) if item[0] == older_path)
                 pos_new = next(k for k, item in enumerate(order) if item[0] == newer_path)
                 if pos_new > pos_old:
-                    item = order.pop(pos_new)
-                    item[2]["moved_above"] = older.id
-                    order.insert(pos_old, item)
+                    order.insert(pos_old, _moved_above(order.pop(pos_new), order[pos_old], older.id))
         return order + fused[len(head):]
 
 
@@ -1121,10 +1119,20 @@ def _superseded_first(fused: list, notes: dict[str, Note]) -> list:
         at_old = next(k for k, item in enumerate(order) if item[0] == path)
         at_new = next(k for k, item in enumerate(order) if item[0] == newer)
         if at_old > at_new:
-            item = order.pop(at_old)
-            item[2]["moved_above"] = notes[newer].id
-            order.insert(at_new, item)
+            order.insert(at_new, _moved_above(order.pop(at_old), order[at_new], notes[newer].id))
     return order
+
+
+def _moved_above(item: tuple, other: tuple, other_id: str) -> tuple:
+    """`item` placed above `other`: it shows at least `other`'s score, so scores read down the
+    list in order (an agent that picks the highest score picked the older memory); its own is
+    kept in the signals as `fused`."""
+    path, score, signals = item
+    signals["moved_above"] = other_id
+    if other[1] > score:
+        signals["fused"] = round(score, 6)
+        score = other[1]
+    return path, score, signals
 
 
 def _exactly_in(namespace: str, kind: str | None) -> Callable[[Note], bool]:
