@@ -314,6 +314,20 @@ def test_user_prompt_submit_leaves_out_the_near_misses_trailing_a_clear_answer(v
     assert len(injected) == 1 and injected[0].endswith("Bob uses vim as his editor")
 
 
+def test_a_question_typed_after_a_long_paste_is_recalled(filled, tmp_path):
+    """A pasted log of 200 KB, then the question (or the question, then the log): recall reads
+    the prompt's end and its start, each on its own (it read the first 1,000 characters: all
+    log, or the question drowned in log lines, and injected nothing)."""
+    staging = next(n for n in Vault(filled).notes() if n.text.startswith("Staging"))
+    log = "".join(f"2026-12-05T10:{i % 60:02d}:00 worker-{i % 7} processed batch {i} in {i % 13} ms\n"
+                  for i in range(4000))
+    for prompt in (log + "\nWhich port is the staging postgres database on?",
+                   "Which port is the staging postgres database on?\n" + log):
+        text = context_of(hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt=prompt), filled),
+                          "UserPromptSubmit")
+        assert f"[{staging.id}]" in text
+
+
 def test_user_prompt_submit_says_nothing_without_hits(filled, tmp_path):
     assert hook("user-prompt-submit", base("UserPromptSubmit", tmp_path, prompt="xyzzy plugh frobnicate"),
                 filled).stdout == ""

@@ -401,14 +401,42 @@ def user_prompt_submit(run: _Run) -> dict | None:
     prompt = run.payload.get("prompt")
     if not isinstance(prompt, str) or len(prompt.strip()) < 3 or prompt.lstrip().startswith("/"):
         return None
-    query = prompt.strip()[:1000]
-    lines = _recall_lines(run, query)
+    lines = []
+    for query in prompt_queries(prompt):
+        lines += [line for line in _recall_lines(run, query) if line not in lines]
+    lines = lines[:RECALL_K]
     if not lines:
         return None
     return context_output("UserPromptSubmit", _framed(
         "Memories from vaultmem that may bear on this prompt (id, namespace, label):", "\n".join(lines),
         for_agent(run, "If you use one, grade it: vaultmem grade ID good (it helped) or vaultmem grade ID again "
                        "(it was wrong).")))
+
+
+PROMPT_CHARS = 1000  # a prompt this long is read whole
+PROMPT_PART_CHARS = 500  # of a longer one: its first and last paragraphs (or lines), each cut to this
+
+
+def prompt_queries(prompt: str) -> list[str]:
+    """What recall reads of a prompt: all of it; of a long one, its last and its first paragraph
+    (or line, when it has no blank line; of a long paragraph, a paste, its last or first line),
+    each on its own: a question typed after a pasted log is at the end, one typed before it at
+    the start. The first 1,000 characters alone missed the question after a paste, and a
+    question read together with the log around it found nothing relevant."""
+    text = prompt.strip()
+    if len(text) <= PROMPT_CHARS:
+        return [text]
+    parts = [part.strip() for part in re.split(r"\n\s*\n", text) if part.strip()]
+    if len(parts) < 2:
+        parts = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(parts) < 2:
+        return [text[:PROMPT_CHARS]]
+    first, last = parts[0], parts[-1]
+    if len(first) > PROMPT_PART_CHARS:
+        first = first.splitlines()[0][:PROMPT_PART_CHARS]
+    if len(last) > PROMPT_PART_CHARS:
+        last = last.splitlines()[-1][-PROMPT_PART_CHARS:]
+    return [last, first] if first != last else [last]
 
 
 def _recall_lines(run: _Run, query: str) -> list[str]:
