@@ -475,9 +475,23 @@ def test_capture_rules():
         ("correction", "L0", "The cron job runs at 02:00 UTC.", 2),
         ("correction", "L0", "The bucket is in eu-west-1.", 3),
         ("preference", "L0", "Never commit .env files.", 4),
-        ("lesson", "L0", "Pytest -k takes expressions.", 5),
+        ("lesson", "L0", "pytest -k takes expressions.", 5),
         ("lesson", "L0", "Next time, run the slow tests last.", 5),
     ]
+
+
+@pytest.mark.parametrize("said, kept", [
+    ("remember that kubectl must use the prod-eu context", "kubectl must use the prod-eu context."),
+    ("remember that npm ci is banned, use pnpm install", "npm ci is banned, use pnpm install."),
+    ("remember that src/deep holds the parser", "src/deep holds the parser."),
+    ("remember that db1 is the primary", "db1 is the primary."),
+    ("remember that the deploy runs at noon", "The deploy runs at noon."),
+    ("remember to rotate the keys monthly", "Rotate the keys monthly."),
+])
+def test_a_captured_fact_keeps_the_case_of_a_command_or_name_it_opens_with(said, kept):
+    """Commands, paths and hosts are case-sensitive: "Kubectl", "Npm ci", "Src/deep" told the
+    agent to run what does not exist. Only a word a sentence opens with is capitalised."""
+    assert [o.text for o in observations([{"role": "user", "content": said}])] == [kept]
 
 
 # ---------------------------------------------------------------- failing open, switching off

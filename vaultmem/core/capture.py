@@ -158,13 +158,26 @@ _QUESTION = re.compile(r"\?\s*[\"')\]]*$")
 _SECOND_PERSON_REQUEST = re.compile(r"^(?:can|could|would|will)\s+you\b", re.IGNORECASE)
 
 
+# Words a sentence opens with that are capitalised there and nowhere else; any other first word
+# (a command, a path, a host) keeps the case it was written in.
+# (Left lowercase, a rare verb reads a little plain; a command capitalised no longer works.)
+_SENTENCE_WORDS = frozenset("""the a an we i our my you your they their he she his her it its this that these those
+    there here all every each some no always never do don't please when if after before in on at for to
+    everyone nobody use run check keep avoid prefer ask add make set call write read test send put open close
+    remember note try start stop restart update install build push pull merge review commit reply email wait
+    tell let give take get go come bring ship deploy release rotate back clean clear delete remove rename move
+    copy save store log file book pay meet""".split())
+
+
 def _statement(template: str, body: str) -> str:
     body = body.strip().strip("\"'").strip()
     body = re.sub(r"[\s,;:-]+$", "", body)
     if template != "{x}":
         body = body[:1].lower() + body[1:] if not re.match(r"^[A-Z]{2}", body) else body
     text = template.format(x=body).strip()
-    text = text[:1].upper() + text[1:]
+    first = re.match(r"[a-z']+(?=\s|$)", text)
+    if first and first.group(0) in _SENTENCE_WORDS:  # "the deploy ..." -> "The deploy ..."
+        text = text[:1].upper() + text[1:]  # (never "kubectl", "npm ci", "src/deep", "db1": names as written)
     if text and text[-1] not in ".!":
         text += "."
     return text
