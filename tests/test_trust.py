@@ -114,6 +114,17 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
 
 
+def test_a_correction_does_not_claim_the_wrong_memorys_source(run, vault_dir):
+    """A memory captured from a transcript line, then corrected: the correction keeps the topic's
+    tags but not the "captured" tag or the source, the line that stated the wrong fact."""
+    wrong = run.json("add", "CI runs on Jenkins at ci.internal", "-n", "infra", "--tags", "captured,explicit,ci",
+                     "--source", "~/.claude/projects/x/s1.jsonl#L8")
+    fixed = run.json("correct", wrong["id"], "CI runs on GitHub Actions")
+    after = props(vault_dir, fixed["path"])
+    assert after["tags"] == ["explicit", "ci"] and not after.get("source")
+    assert props(vault_dir, wrong["path"])["source"] == "~/.claude/projects/x/s1.jsonl#L8"
+
+
 def test_a_recorded_note_made_unreadable_fails_strict_verify_and_is_never_recorded_as_gone(run, vault_dir):
     """A recorded note edited into broken YAML, or overwritten with binary bytes, no longer
     matches its record: `verify --strict` (CI) fails naming it, and plain verify neither passes

@@ -35,6 +35,7 @@ from vaultmem.core.instructions import command_reason, injection_reason
 from vaultmem.core.model import Tier
 
 KINDS = ("explicit", "correction", "preference", "lesson")
+CAPTURED_TAG = "captured"  # the tag of every memory capture wrote (with its kind)
 MIN_CHARS = 8
 MAX_CHARS = 600
 

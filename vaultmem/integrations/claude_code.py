@@ -517,7 +517,7 @@ def capture(run: _Run) -> None:
     """Add what the new part of the transcript holds worth remembering; nothing is printed."""
     from filelock import FileLock
 
-    from vaultmem.core.capture import observations
+    from vaultmem.core.capture import CAPTURED_TAG, observations
     from vaultmem.errors import VaultmemError
     from vaultmem.ops.provenance import current_project, portable_path
 
@@ -551,7 +551,7 @@ def capture(run: _Run) -> None:
                 continue  # the same message in a resumed or forked session's transcript
             for item in by_index[index]:
                 try:
-                    vault.add(item.text, namespace, tags=("captured", item.kind),
+                    vault.add(item.text, namespace, tags=(CAPTURED_TAG, item.kind),
                               source=f"{where}#L{line_no}", tier=item.tier, session=session or None,
                               project=project or None, explicit=item.kind == "explicit", redact=True)
                 except VaultmemError as exc:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from vaultmem import clock
+from vaultmem.core.capture import CAPTURED_TAG
 from vaultmem.core.model import Note, tidy_tags
 from vaultmem.errors import BadInput
 
@@ -186,8 +187,10 @@ def correct(
         added = vault.add(
             body + correction,
             wrong.namespace,
-            tags=wrong.tags,
-            source=wrong.source,
+            # Its topic's tags; not where the wrong one came from (its `source`, the "captured"
+            # tag of a transcript line): that line stated the wrong fact, not this one.
+            tags=tuple(tag for tag in wrong.tags if tag != CAPTURED_TAG),
+            source=None,
             tier=wrong.tier,
             kind=wrong.type,
             session=session,
