@@ -53,6 +53,8 @@ POSITIVES = [
     ("fine-grained github_pat_" + "11AB" * 6 + "_" + "x9Y8" * 15, "GitHub token",
      "github_pat_" + "11AB" * 6 + "_" + "x9Y8" * 15),
     ("gitlab glpat-" + "Ab3_" * 5, "GitLab token", "glpat-" + "Ab3_" * 5),
+    ("HF_TOKEN is hf_" + "aB3dE5gH7j" * 3 + "K9mN for the model hub", "Hugging Face token",
+     "hf_" + "aB3dE5gH7j" * 3 + "K9mN"),
     ("slack xox" + "b-1234567890-" + "AbCd" * 6, "Slack token", "xox" + "b-1234567890-" + "AbCd" * 6),
     ("post to " + HOOK, "Slack webhook URL", HOOK),
     ("stripe sk_live_" + "4eC3" * 6, "Stripe key", "sk_live_" + "4eC3" * 6),

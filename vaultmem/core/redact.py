@@ -204,6 +204,7 @@ _SECRETS: list[Rule] = [
     ("GitHub token", re.compile(
         rf"{_B}(?:gh[pousr]_[A-Za-z0-9]{{36,251}}|github_pat_\w{{22,}}){_E}"), None, ("gh", "github_pat_")),
     ("GitLab token", re.compile(rf"{_B}glpat-[\w-]{{20,}}(?:\.[\w-]+)*"), None, ("glpat-",)),
+    ("Hugging Face token", re.compile(rf"{_B}hf_[A-Za-z0-9]{{34,}}{_E}"), None, ("hf_",)),
     ("Slack token", re.compile(rf"{_B}xox[abprs]-[A-Za-z0-9-]{{10,}}"), None, ("xox",)),
     ("Slack webhook URL", re.compile(
         r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[\w/-]{20,}"), None, ("hooks.slack.com",)),
