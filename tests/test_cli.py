@@ -280,6 +280,7 @@ def test_bad_config_is_reported_with_the_file(vault_dir):
 
 @pytest.mark.parametrize("setting, expected", [
     ("recall:\n  top_k: 0\n", "recall.top_k should be from 1 to 1000, got 0"),
+    ("notes:\n  default_tier: L7\n", "notes.default_tier should be one of L0, L1, L2, L3, got 'L7'"),
     ("strength:\n  initial: 5\n", "strength.initial should be from 0.0 to 1.0, got 5"),
     ("notes:\n  max_note_bytes: 12.5\n", "notes.max_note_bytes should be a whole number, got 12.5"),
     ("scheduling:\n  desired_retention: .nan\n", "scheduling.desired_retention should be from 0.01 to 0.99"),
@@ -343,3 +344,10 @@ def test_health_says_once_when_an_obsidian_vault_holds_notes_vaultmem_does_not_s
     assert len(warnings) == 1 and warnings[0]["path"] == "Daily/2025-07-01.md"
     assert warnings[0]["warning"].startswith("2 markdown files outside memories/") and "vaultmem import" in \
         warnings[0]["warning"]
+
+
+def test_the_config_knows_the_tiers_the_notes_have():
+    from vaultmem.config import _CHOICES
+    from vaultmem.core.model import TIERS
+
+    assert _CHOICES["default_tier"] == TIERS

@@ -306,6 +306,10 @@ def test_an_edited_or_removed_ledger_line_breaks_the_chain(run, vault_dir):
     ledger.write_text(lines[0] + lines[2])
     result = json.loads(run("verify", "--json", expect=4).stdout)
     assert result["breaks"][0]["where"] == "ledger.jsonl line 2"
+    # one problem, the missing line (it also said "sequence 3 after 0", which no line says)
+    assert [b["detail"] for b in result["breaks"]] == [
+        "does not follow the line before it (a line was removed, inserted or reordered)"]
+    assert "problems: none with the notes (the ledger's are above)" in run("health").output
     record = json.loads(lines[1])
     record["op"] = "grade"
     ledger.write_text(lines[0] + json.dumps(record) + "\n" + lines[2])

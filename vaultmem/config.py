@@ -192,6 +192,11 @@ _RANGES = {
 }
 
 
+# Text settings with a fixed set of values (a tier outside them failed every add, naming no setting).
+# (The tiers are core/model.py's TIERS, which this base module cannot import; a test holds them equal.)
+_CHOICES = {"default_tier": ("L0", "L1", "L2", "L3")}
+
+
 def _coerce(path: Path, key: str, value, type_name: str, name: str = ""):
     converters = {"float": float, "int": _whole, "str": str, "bool": _boolean, "float | None": _score_or_auto,
                   "CrossLingual": _crosslingual}
@@ -201,6 +206,9 @@ def _coerce(path: Path, key: str, value, type_name: str, name: str = ""):
         wanted = {"float | None": "number from 0 to 1, or auto", "float": "number", "int": "whole number",
                   "CrossLingual": "value: " + " or ".join(CROSSLINGUAL_VALUES)}.get(type_name, type_name)
         raise BadInput(f"{path}: {key} should be a {wanted}, got {value!r}") from None
+    choices = _CHOICES.get(name)
+    if choices is not None and coerced not in choices:
+        raise BadInput(f"{path}: {key} should be one of {', '.join(choices)}, got {value!r}")
     low, high = _RANGES.get(name, (None, None))
     if (low is not None and not coerced >= low) or (high is not None and not coerced <= high):
         span = f"from {low} to {high}" if high is not None else f"at least {low}"

@@ -652,7 +652,8 @@ def health(out, vault_path):
         lines.append(f"problems: {len(report['problems'])}")
         lines += [f"  {p['path']}: {p['problem']}" for p in report["problems"]]
     else:
-        lines.append("problems: none" + (" with the notes (the ledger's is above)" if ledger["tampering"] else ""))
+        lines.append("problems: none" + (" with the notes (the ledger's are above)"
+                                         if ledger["tampering"] or ledger["breaks"] else ""))
     if report["warnings"]:
         lines.append(f"warnings: {len(report['warnings'])}")
         lines += [f"  {w['path']}: {w['warning']}" for w in report["warnings"]]

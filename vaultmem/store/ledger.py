@@ -361,6 +361,7 @@ def check_chain(lines) -> list[Problem]:
         if unknown:
             problems.append(Problem("break", where, "does not follow the line before it (a line was removed, "
                                                     "inserted or reordered)"))
+            heads.pop(last, None)  # the chain goes on here: that one break, not also a branch left open
         # (A merge record's other parent may have been followed already: the side merged went on
         # from it before a later merge brought the merge in, as in git's criss-cross histories.)
         own = record.get("hash")
@@ -368,7 +369,7 @@ def check_chain(lines) -> list[Problem]:
             problems.append(Problem("break", where, "the same record as an earlier line (a line was copied)"))
         if record_hash(record) != own:
             problems.append(Problem("break", where, "its hash does not match its content (the line was edited)"))
-        else:
+        elif not unknown:  # (after a missing line, "does not follow" says it: no sequence to expect)
             expected = max((seqs.get(p, 0) for p in parents), default=0) + 1
             if record.get("seq") != expected:
                 problems.append(Problem("break", where, f"sequence {record.get('seq')} after {expected - 1}"))
