@@ -351,3 +351,16 @@ def test_the_config_knows_the_tiers_the_notes_have():
     from vaultmem.core.model import TIERS
 
     assert _CHOICES["default_tier"] == TIERS
+
+
+def test_health_counts_as_not_embedded_only_texts_the_model_never_saw(run, vault_dir):
+    """A decay rewrites every note's strength, not its text: the vectors still hold. Health
+    said all of them were "not yet embedded" (the next recall needs no model for them)."""
+    for text in ("Staging runs Postgres 16", "Deploys happen on Tuesdays", "The cache is Redis 7"):
+        run("add", text, "-n", "work")
+    run("recall", "staging")
+    run("decay", now="2027-06-01T00:00:00")
+    indexes = run.json("health")["indexes"]
+    assert indexes["embeddings_stale"] == 0 and indexes["index_stale"] >= 3
+    run("add", "The office wifi is on channel 6", "-n", "work")
+    assert run.json("health")["indexes"]["embeddings_stale"] == 1

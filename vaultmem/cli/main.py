@@ -601,6 +601,7 @@ def health(out, vault_path):
             f"{len(elsewhere)} markdown files outside memories/, skills/ and archive/ are no memories vaultmem "
             "sees (a person's notes of this Obsidian vault?); `vaultmem import FOLDER -n NAMESPACE` makes "
             "memories of those you want recalled")})
+    report["indexes"] = status
     report["write_lock"] = ledger_check.get("write_lock")
     report["watcher"] = watcher = watcher_status(str(vault.root))
     report["leftover_temps"] = temps = [path.relative_to(vault.root).as_posix() for path in leftover_temps(vault.root)]
@@ -628,7 +629,7 @@ def health(out, vault_path):
             covered, notes = status["crosslingual_covered"], status["crosslingual_notes"]
             lines[-1] += f"; its vectors cover {covered:,} of {notes:,} notes" + (
                 "" if covered >= notes else " (`vaultmem watch` or `vaultmem reindex` embeds the rest)")
-    stale = [f"{status['index_stale']} notes not yet in the BM25 index"] if status["index_stale"] else []
+    stale = [f"{status['index_stale']} note changes not yet in the BM25 index"] if status["index_stale"] else []
     if status["embeddings_stale"]:
         stale.append(f"{status['embeddings_stale']} notes not yet embedded")
     lines.append("indexes: " + ("; ".join(stale) + " (the next recall or `vaultmem reindex` updates them)"

@@ -776,7 +776,7 @@ class RecallEngine:
         if self.embedder is not None:
             store = self.vectors or VectorStore(self.vault.state_dir / "index" / "vectors" /
                                                 folder_name(self.embedder.name), self.embedder.name, lambda: catalog.db)
-            stale_vectors = len(store.stale(hashes))
+            stale_vectors = self._texts_never_embedded(store, store.stale(hashes), catalog)
         crosslingual = self._crosslingual_allowed() and self._load_crosslingual()
         if crosslingual and self.crosslingual_vectors.file.exists():  # someone routed queries on this vault
             covered = len(hashes) - len(self.crosslingual_vectors.stale(hashes))
@@ -785,6 +785,19 @@ class RecallEngine:
                 "crosslingual": self.crosslingual.name if crosslingual else None,
                 "crosslingual_problem": self.crosslingual_problem if self._crosslingual_allowed() else None,
                 "crosslingual_covered": covered, "crosslingual_notes": len(hashes) if covered is not None else None}
+
+    def _texts_never_embedded(self, store, paths: list[str], catalog) -> int:
+        """How many of the notes at `paths` (rows not brought up to date) have a text the model
+        never saw: a note a decay or a grade rewrote keeps its text, and its vector, which the next
+        recall finds without the model (health counted it as not embedded)."""
+        from vaultmem.search.vectors import text_hash
+
+        if not paths:
+            return 0
+        notes = {note.path: note for note in catalog.notes if note.path in set(paths)}
+        digests = {path: text_hash(store.model_name, embed_text(note)) for path, note in notes.items()}
+        known = store.stored(set(digests.values()))
+        return sum(digest not in known for digest in digests.values()) + len(set(paths) - notes.keys())
 
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
