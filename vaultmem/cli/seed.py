@@ -23,6 +23,7 @@ import inspect
 import click
 
 from vaultmem.cli.common import _note_json, _short, _table, _vault, _warn_problems, common
+from vaultmem.errors import EXIT_CONFLICT
 
 BAR_WIDTH = 10
 
@@ -112,7 +113,8 @@ def tags(prefix, include_hidden, out, vault_path):
 @common
 def export_all(folder, out, vault_path):
     """Copy every note file (archived and superseded too) into FOLDER, paths kept;
-    `vaultmem import FOLDER` into an empty vault gives back the same files.
+    `vaultmem import FOLDER` into an empty vault gives back the same files. A file already
+    in FOLDER with other text is never replaced: it is named, and the exit code is 3.
 
     Example: vaultmem export-all ~/backups/agent-notes
     """
@@ -124,6 +126,8 @@ def export_all(folder, out, vault_path):
         for item in left_out:
             click.echo(f"vaultmem: warning: left out {item['path']}: {item['problem']}", err=True)
     out.emit({"exported": count, "folder": folder, "left_out": left_out}, f"exported {count} notes to {folder}")
+    if any(item.get("conflict") for item in left_out):  # the folder is no copy of the vault: say so, as import does
+        click.get_current_context().exit(EXIT_CONFLICT)
 
 
 @click.command()

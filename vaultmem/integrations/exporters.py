@@ -92,7 +92,9 @@ def export_folder(vault, folder: str | os.PathLike) -> tuple[int, list[dict]]:
         target = root / record["path"]
         if target.exists():
             if target.read_bytes() != record["text"].encode("utf-8"):
-                left_out.append({"path": record["path"], "problem": f"{target} exists with other text; not replaced"})
+                left_out.append({"path": record["path"], "conflict": True, "problem": (
+                    f"{target} exists with other text; not replaced (export into an empty folder for a "
+                    "copy of the vault as it is now)")})
                 continue
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
