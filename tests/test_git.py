@@ -283,6 +283,23 @@ def test_init_outside_git_says_nothing_of_git(tmp_path):
     result = vaultmem(tmp_path / "v", "init", str(tmp_path / "v"))
     assert "git install" not in result.output and json.loads(
         vaultmem(tmp_path / "v", "init", str(tmp_path / "v"), "--json").stdout)["git"] is None
+    asked = vaultmem(tmp_path / "w", "init", str(tmp_path / "w"), "--git").output
+    assert "is not in a git repository: nothing set up for git" in asked, "--git asked for it: say why not"
+
+
+def test_a_clone_without_the_drivers_is_not_in_effect(tmp_path):
+    """.gitattributes comes with a clone, the drivers (.git/config) do not: git then merges as
+    plain text, so status must not say the setup is in effect."""
+    root = tmp_path / "repo"
+    git(tmp_path, "init", "-q", str(root))
+    init_vault(root)
+    vaultmem(root, "git", "install")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "vault")
+    git(tmp_path, "clone", "-q", str(root), str(tmp_path / "copy"))
+    status = json.loads(vaultmem(tmp_path / "copy", "git", "status", "--json", expect=1).stdout)
+    assert status["attributes"] and not any(status["drivers"].values())
+    assert status["effective"] is False and status["installed"] is False
 
 
 @pytest.mark.slow
@@ -309,7 +326,7 @@ def test_sync_between_two_machines_through_a_bare_remote(origin, monkeypatch):
     Vault(b).grade(ids["db"], "hard")
     cache = b / Vault(b).get(ids["cache"]).path
     cache.write_text(cache.read_text().replace("Redis 7", "Redis 7.2"))  # by hand: sync records it, and says so
-    assert "recorded 1 hand edits on the ledger" in vaultmem(b, "sync").output
+    assert "recorded 1 hand edit on the ledger" in vaultmem(b, "sync").output
     vaultmem(a, "sync")
     for root in (a, b):
         vault = Vault(root)

@@ -101,7 +101,8 @@ def sync(message, out, vault_path):
     vault = _vault(vault_path)
     result = gitvault.sync(vault, message)
     ledger = result["ledger"]
-    found = [f"recorded {ledger['recorded']} hand edits on the ledger"] if ledger["recorded"] else []
+    recorded = ledger["recorded"]
+    found = [f"recorded {recorded} hand edit{'' if recorded == 1 else 's'} on the ledger"] if recorded else []
     if ledger["tampering"] or ledger["breaks"]:
         found.append("warning: verify found " + ("; ".join(ledger["tampering"]) or f"{ledger['breaks']} breaks in "
                                                  "the ledger's chain") + ": run `vaultmem verify` for what to do")

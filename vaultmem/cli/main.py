@@ -124,6 +124,9 @@ def init(path, with_obsidian, claude_code, project, local, core_only, command, w
         if not with_git and not setup.installed:
             git["hint"] = f"this vault is in the git repository {setup.repository}: `vaultmem git install` sets " \
                           "up merging of notes, logs and the ledger between branches and clones"
+    elif with_git:
+        git = {"installed": [], "hint": f"{root} is not in a git repository: nothing set up for git; "
+                                        "`git init` it, then `vaultmem git install`"}
     if git and git["installed"]:
         human += "\ngit merge drivers set up (.gitattributes, .git/config): commit .gitattributes"
     elif git and git["hint"]:

@@ -77,7 +77,7 @@ class Setup:
     repository: str | None
     attributes: bool  # .gitattributes in the vault names every driver
     drivers: dict[str, bool]  # driver name -> configured with this vaultmem's command
-    effective: bool  # git reports the ledger's merge attribute as vaultmem's
+    effective: bool  # git reports the ledger's merge attribute as vaultmem's, and the drivers are defined
 
     @property
     def installed(self) -> bool:
@@ -99,7 +99,9 @@ def status(root: Path) -> Setup:
         done = git(root, "config", "--get", f"merge.{name}.driver", check=False)
         drivers[name] = done.returncode == 0 and done.stdout.strip() == driver_command(kind)
     check = git(root, "check-attr", "merge", "--", ".vaultmem/ledger.jsonl", check=False)
-    return Setup(str(repo), attributes, drivers, check.stdout.strip().endswith(": vaultmem-ledger"))
+    # Without a driver defined git falls back to its plain text merge: the attribute alone is not in effect.
+    effective = check.stdout.strip().endswith(": vaultmem-ledger") and all(drivers.values())
+    return Setup(str(repo), attributes, drivers, effective)
 
 
 def install(root: Path) -> list[str]:
