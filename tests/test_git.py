@@ -558,7 +558,7 @@ def test_a_pull_that_puts_our_records_after_theirs_is_not_a_lost_ledger(origin, 
     path = b / Vault(b).get(ids["cache"]).path
     path.write_text(path.read_text() + "\nA line by hand.\n")
     said = vaultmem(b, "sync").output
-    assert "recorded 1 hand edits" in said and "warning" not in said, said
+    assert "recorded 1 hand edit on" in said and "warning" not in said, said
     vaultmem(b, "verify", "--strict")
 
 
