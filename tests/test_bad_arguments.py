@@ -43,6 +43,7 @@ def test_created_as_a_naive_datetime_a_date_or_text_is_utc_and_the_cli_goes_on_w
     ({"text": "A fact", "namespace": "team/.x"}, "no part may start with '.'"),
     ({"text": "A fact", "namespace": "n" * 300}, "at most 100 bytes"),
     ({"text": "A fact", "namespace": 7}, "the namespace must be text"),
+    ({"text": "A fact", "namespace": "w", "tags": 5}, "tags must be a list of text, not int"),
 ])
 def test_an_argument_add_cannot_take_is_refused_naming_it_and_nothing_is_written(vault_dir, arguments, named):
     vault = Vault(vault_dir)
@@ -99,6 +100,11 @@ def test_recall_and_decay_refuse_counts_they_cannot_use(vault_dir):
         with pytest.raises(BadInput, match="whole number"):
             vault.recall("where is the wiki", k=k)
     assert vault.recall("where is the wiki", k=1)
+    for query in ("", "   "):  # nothing to look for is bad input, not "no matching memories"
+        with pytest.raises(BadInput, match="the query is empty"):
+            vault.recall(query)
+    result = run_process("--vault", str(vault_dir), "recall", " ", check=False)
+    assert result.returncode == 2 and "the query is empty" in result.stderr
     for days in (-5, float("nan"), "soon"):
         with pytest.raises(BadInput, match="number of days"):
             vault.decay(days)

@@ -996,9 +996,10 @@ class Vault:
                include_hidden: bool = False, history: bool = False, min_score: float | None = None) -> list[Hit]:
         """The `k` notes that best answer `query` (search/engine.py); `history` adds superseded ones;
         `min_score` overrides the relevance floor (0: every candidate, even unrelated ones)."""
-        from vaultmem.core.model import recall_scope
+        from vaultmem.core.model import check_query, recall_scope
         from vaultmem.search.engine import engine_for
 
+        query = check_query(query)
         return engine_for(self).recall(query, k, namespace, kind, recall_scope(include_hidden, history),
                                        min_score=min_score)
 

@@ -236,8 +236,10 @@ def recall(query, top_k, namespace, kind, include_hidden, history, explain, min_
 
     Example: vaultmem recall "how do we deploy" -k 3 --json
     """
+    from vaultmem.core.model import check_query
     from vaultmem.service.client import ask_watcher
 
+    query = check_query(query)
     scope = recall_scope(include_hidden, history)
     namespace = namespace_filter(namespace) or None
     answer = ask_watcher(vault_path, query, top_k, namespace, kind, scope, min_score)

@@ -157,6 +157,8 @@ def tidy_tags(tags) -> tuple[str, ...]:
         return ()
     if isinstance(tags, str):
         tags = [tags]
+    if not isinstance(tags, (list, tuple, set, frozenset)):
+        raise BadInput(f"tags must be a list of text, not {type(tags).__name__} ({tags!r:.40})")
     return tuple(dict.fromkeys(t for t in (str(t).strip().lstrip("#") for t in tags if t) if t))
 
 
@@ -184,6 +186,15 @@ def section(body: str, name: str) -> str:
 
 NAMESPACE_PATTERN = re.compile(r"^[\w.-]+(/[\w.-]+)*$")
 NAMESPACE_PART_BYTES = 100  # a folder name: well under the 255 bytes filesystems allow
+
+
+def check_query(query) -> str:
+    """A recall's query: text with something to look for (an empty one found nothing and said so
+    with exit 0, as if the vault had no answer)."""
+    query = check_text(query, "the query")
+    if not query.strip():
+        raise BadInput('the query is empty; give the words to look for, e.g. recall "staging database port"')
+    return query
 
 
 def check_text(value, what: str) -> str:
