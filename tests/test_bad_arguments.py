@@ -114,3 +114,17 @@ def test_conflicts_of_no_text_is_refused_as_add_refuses_it_and_list_takes_a_lowe
     run.json("add", "The wiki lives at wiki.internal", "-n", "w")
     assert "text is empty" in run("conflicts", "  ", "-n", "w", expect=2).stderr
     assert [n["tier"] for n in run.json("list", "--tier", "l1")] == ["L1"]
+
+
+@pytest.mark.parametrize("arguments, said", [
+    (["recall", "x", "-k", "0"], "vaultmem: recall: Invalid value for '-k'"),
+    (["list", "--status", "bogus"], "vaultmem: list: Invalid value for '--status'"),
+    (["add"], "vaultmem: add: Missing argument 'TEXT'"),
+    (["bogus"], "vaultmem: No such command 'bogus'"),
+])
+def test_a_usage_error_is_one_line_naming_the_command_and_its_help(vault_dir, arguments, said):
+    """click printed the usage, a hint and the error on three lines; errors are one line."""
+    result = run_process("--vault", str(vault_dir), *arguments, check=False)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith(said)
+    assert "--help` shows the syntax" in result.stderr

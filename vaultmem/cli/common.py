@@ -25,13 +25,20 @@ DAMAGED_DATABASE = ("database disk image is malformed", "file is not a database"
 class VaultmemGroup(click.Group):
     """Turns vaultmem's errors into one line on stderr and their exit code, never a traceback:
     VaultmemError -> its exit_code, Ctrl-C -> EXIT_INTERRUPTED, anything else -> EXIT_INTERNAL.
-    click's own usage errors keep click's message and exit 2."""
+    A command's usage error (a bad option value, a missing argument) is click's message on one
+    line, naming the command's --help, with exit 2 (click printed the usage and a hint around it)."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except VaultmemError as exc:
             _fail(ctx, str(exc), exc.exit_code)
+        except click.UsageError as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError" or exc.ctx is None:
+                raise  # `vaultmem hooks` alone: its help, as click shows it
+            path = exc.ctx.command_path
+            where = f"{path.split(' ', 1)[1]}: " if " " in path else ""
+            _fail(ctx, f"{where}{exc.format_message()} (`{path} --help` shows the syntax)", exc.exit_code)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except KeyboardInterrupt:
