@@ -7893,12 +7893,14 @@ function idleDecay(note, now, config) {
   if (note.strength <= config.strength_floor || now <= anchor || period <= 0) return note.strength;
   const periods = Math.trunc((now - anchor) / period);
   if (periods === 0) return note.strength;
-  let toFloor = periods;
-  if (config.strength_decay < 1) {
-    toFloor = Math.max(1, Math.ceil(Math.log(config.strength_floor / note.strength) / Math.log(config.strength_decay) - 1e-9));
+  let strength = note.strength;
+  let used = 0;
+  while (used < periods && strength > config.strength_floor) {
+    strength = pyRound(Math.max(config.strength_floor, strength * config.strength_decay), 4);
+    used += 1;
+    if (config.strength_decay >= 1) used = periods;
   }
-  const used = Math.min(periods, toFloor);
-  return pyRound(Math.max(config.strength_floor, note.strength * config.strength_decay ** used), 4);
+  return strength;
 }
 function added(items, item) {
   return items.includes(item) ? items : [...items, item].slice(-MAX_EVIDENCE);

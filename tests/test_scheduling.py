@@ -137,3 +137,31 @@ def test_retrievability_is_computed_not_stored(run, vault_dir):
     later = run.json("show", note["id"], now="2026-03-06T09:00:00")["retrievability"]
     assert 0 < later < soon <= 1
     assert "retrievability" not in (vault_dir / note["path"]).read_text()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_idle_decay_run_at_any_days_gives_the_same_strength_and_anchor_as_one_run(seed):
+    """The README's promise: decay daily or once a month gives the same result, to the digit
+    a note stores (each run's strength is stored rounded, so the steps must round the same way)."""
+    import random
+    from dataclasses import replace
+
+    from vaultmem.config import Config
+    from vaultmem.core.model import Note
+    from vaultmem.core.schedule import idle_decay
+
+    rng = random.Random(seed)
+    config = Config()
+    start = parse_datetime(T0)
+    note = Note(id="n", type="memory", namespace="x", tags=(), status="active", tier="L1",
+                strength=round(rng.uniform(0.3, 1.0), 4), state="new", step=None, stability=None,
+                difficulty=None, due=start, last_review=None, reps=0, lapses=0, created=start, updated=start,
+                decayed=None, source="", body="A fact\n")
+    end = rng.randint(20, 120)  # (short of the floor, where every path ends alike)
+    once = idle_decay(note, start + timedelta(days=end), config)
+    stepped, day = note, 0
+    while day < end:
+        day = min(end, day + rng.randint(1, 10))
+        strength, decayed = idle_decay(stepped, start + timedelta(days=day), config)
+        stepped = replace(stepped, strength=strength, decayed=decayed)
+    assert (stepped.strength, stepped.decayed) == once

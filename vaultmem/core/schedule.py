@@ -14,7 +14,6 @@ vault must give the same schedule on every machine.
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 from functools import lru_cache
 
@@ -143,8 +142,9 @@ def idle_anchor(note: Note) -> datetime:
 def idle_decay(note: Note, now: datetime, config: Config) -> tuple[float, datetime | None]:
     """Strength after the whole idle periods since the anchor, and the new anchor.
 
-    The anchor advances by whole periods only, so running decay daily or
-    monthly gives the same strength. Once at the floor the anchor stays at the
+    The anchor advances by whole periods only, and each period's strength is
+    rounded as it would be stored, so running decay daily or monthly gives the
+    same strength to the digit. Once at the floor the anchor stays at the
     moment the floor was reached: `decayed` then says since when.
     """
     period = timedelta(days=config.strength_idle_days)
@@ -154,13 +154,17 @@ def idle_decay(note: Note, now: datetime, config: Config) -> tuple[float, dateti
     periods = int((now - anchor) / period)
     if periods == 0:
         return note.strength, note.decayed
-    to_floor = periods
-    if config.strength_decay < 1:
-        ratio = config.strength_floor / note.strength
-        to_floor = max(1, math.ceil(math.log(ratio) / math.log(config.strength_decay) - 1e-9))
-    used = min(periods, to_floor)
-    strength = max(config.strength_floor, note.strength * config.strength_decay**used)
-    return round(strength, 4), anchor + used * period
+    # One period at a time, each stored to 4 decimals as a run would store it, up to the floor: a
+    # decay run daily and one a month later then write the same strength (and the same `decayed`)
+    # to the digit (the power at once differed from the daily steps in the last digit: a git diff
+    # for nothing). A strength that never falls (decay 1) uses every period.
+    strength, used = note.strength, 0
+    while used < periods and strength > config.strength_floor:
+        strength = round(max(config.strength_floor, strength * config.strength_decay), 4)
+        used += 1
+        if config.strength_decay >= 1:
+            used = periods
+    return strength, anchor + used * period
 
 
 def _round(value: float | None) -> float | None:
