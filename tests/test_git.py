@@ -703,3 +703,25 @@ def test_two_notes_given_one_name_on_two_machines_are_both_kept(origin, monkeypa
     assert vault.get(ops.id).path != vault.get(other.id).path
     vaultmem(b, "verify", "--strict")
     assert git(b, "status", "--porcelain").stdout == ""
+
+
+def test_sync_refuses_to_share_conflict_markers_and_warns_of_unreadable_notes(origin, monkeypatch):
+    """A merge committed with its markers by hand, or a note broken by hand: sync said "pulled
+    and pushed" and every clone got a note it cannot read. Markers: refused, nothing shared;
+    another unreadable note: shared, with a warning naming it."""
+    origin_root, ids = origin
+    a, _b = clones_through_a_remote(origin_root)
+    path = a / Vault(a).get(ids["db"]).path
+    text = path.read_text()
+    markers = "<<<<<<< ours\nStaging runs Postgres 16\n=======\nStaging runs Postgres 17\n>>>>>>> theirs"
+    path.write_text(text.replace("Staging runs Postgres 16 on port 5433", markers))
+    commit(a, "merged by hand, markers and all")
+    head = git(a, "rev-parse", "HEAD").stdout
+    refused = vaultmem(a, "sync", expect=2)
+    assert "unresolved merge conflict markers" in refused.output and git(a, "rev-parse", "HEAD").stdout == head
+    assert git(a, "rev-parse", "origin/main").stdout != head, "nothing pushed"
+    path.write_text(text)
+    broken = a / "memories" / "work" / "broken.md"
+    broken.write_text("---\ntags: [unclosed\n---\nA note with broken YAML\n")
+    said = vaultmem(a, "sync").output
+    assert "warning: shared a note vaultmem cannot read: memories/work/broken.md" in said

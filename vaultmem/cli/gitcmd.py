@@ -106,6 +106,8 @@ def sync(message, out, vault_path):
     if ledger["tampering"] or ledger["breaks"]:
         found.append("warning: verify found " + ("; ".join(ledger["tampering"]) or f"{ledger['breaks']} breaks in "
                                                  "the ledger's chain") + ": run `vaultmem verify` for what to do")
+    found += [f"warning: shared a note vaultmem cannot read: {item['path']}: {item['problem']}"
+              for item in result.get("unreadable", ())]
     if found and not out.quiet:
         click.echo("\n".join(found), err=True)
     if result["conflicts"]:

@@ -179,6 +179,11 @@ def sync(vault, message: str) -> dict:
     checked = vault.verify()  # hand edits go on the ledger before they are shared
     ledger = {"recorded": checked["recorded"], "tampering": checked["tampering"],
               "breaks": len(checked["breaks"])}  # what sync says it found, not only what it shared
+    unreadable = vault.catalog().problems
+    markers = [path for path, problem in unreadable if problem.startswith("unresolved merge conflict")]
+    if markers:  # a merge a person committed with its markers: every clone would get a note it cannot read
+        raise BadInput(f"{', '.join(markers)}: unresolved merge conflict markers; keep the right lines and delete "
+                       "the <<<<<<< ======= >>>>>>> markers, then sync again (nothing was committed or pushed)")
     git(root, "add", "-A", "--", ".")
     committed = git(root, "diff", "--cached", "--quiet", check=False).returncode != 0
     if committed:
@@ -201,7 +206,7 @@ def sync(vault, message: str) -> dict:
     contested = _contest_forks(vault, root, before)
     git(root, "push", "-q")
     return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger,
-            "contested": contested}
+            "contested": contested, "unreadable": [{"path": path, "problem": problem} for path, problem in unreadable]}
 
 
 def _deleted_on_one_side(root: Path) -> list[str]:
