@@ -431,6 +431,18 @@ def test_conflicts_preview_matches_what_add_then_does(run, vault_dir):
     assert props(vault_dir, tuesdays["path"])["status"] == "active"
 
 
+@pytest.mark.real_model
+def test_conflicts_takes_the_tags_an_add_would_have(run):
+    """Tags are part of the text the model compares: the preview without them could say "no
+    conflicts" where the add with them contested. With the same tags it says what the add does."""
+    initech = run.json("add", "Initech has 850 seats and renews in November", "-n", "crm", "--tags", "customers")
+    text = "Hooli has 850 seats and renews in November"
+    preview = run.json("conflicts", text, "-n", "crm", "--tags", "customers")
+    added = run.json("add", text, "-n", "crm", "--tags", "customers")
+    contested = [r["id"] for r in preview if r["action"] == "would contest"]
+    assert contested == added["contested"] and all(i == initech["id"] for i in contested)
+
+
 def test_why_gives_every_time_in_the_vaults_one_form(run):
     """`why --json` gave `created` as "2026-01-05 09:00:00+00:00" beside the history's
     "2026-01-05T09:00:00": one form, the one notes and the ledger use."""

@@ -21,13 +21,15 @@ from vaultmem.errors import EXIT_LEDGER_BROKEN
 @click.argument("text")
 @click.option("-n", "--namespace", help="The namespace the memory would go to (required).")
 @click.option("--created", help="As `add --created`: a backfill dated before a memory it contradicts contests it.")
+@click.option("--tags", default="", help="As `add --tags` (comma-separated): they are part of what the model "
+                                         "compares, so the same tags give the same answer as the add.")
 @common
-def conflicts(text, namespace, created, out, vault_path):
+def conflicts(text, namespace, created, tags, out, vault_path):
     """Show what adding TEXT would do to existing memories, without writing anything.
 
     Example: vaultmem conflicts "Staging runs Postgres 16" -n work
     """
-    from vaultmem.core.model import check_text
+    from vaultmem.core.model import check_text, tidy_tags
     from vaultmem.errors import BadInput
     from vaultmem.ops.corrections import decide
     from vaultmem.vault import check_namespace
@@ -36,7 +38,9 @@ def conflicts(text, namespace, created, out, vault_path):
     if not check_text(text, "the text").strip():
         raise BadInput("the text is empty; give the text you would add, e.g. vaultmem conflicts \"...\" -n work")
     vault = _vault(vault_path)
-    related = vault.related(text, namespace, created=_parse_created(created)) if vault.config.check_conflicts else []
+    tag_list = tidy_tags(tags.split(","))
+    related = vault.related(text, namespace, created=_parse_created(created), tags=tag_list) \
+        if vault.config.check_conflicts else []
     duplicate, superseded, _contested = decide(related)
     rows, data = [], []
     for item in related:
