@@ -227,3 +227,21 @@ def test_a_memory_that_helps_at_every_review_is_never_archived_before_it_is_due(
     # Left unused after its review date, it fades like any other.
     run("decay", now=days_after(day_before_due + 1 + 7 * 20))
     assert run.json("show", kept["id"])["strength"] < after["strength"]
+
+
+def test_a_superseded_memory_goes_to_the_archive_with_its_correction(run):
+    """A correction nobody used fades and is archived; the memory it corrected stayed in
+    memories/ (superseded notes never decay), and `recall --history` answered with the old fact
+    alone. It goes to archive/ with its correction, and stays there when the correction is restored."""
+    old = run.json("add", "Alice owns the payments service", "-n", "org")
+    new = run.json("correct", old["id"], "Bob owns the payments service since March", now=days_after(1))
+    run("decay", now=days_after(400))
+    assert run.json("show", new["id"])["status"] == "archived"
+    older = run.json("show", old["id"])
+    assert older["status"] == "archived" and older["path"].startswith("archive/")
+    assert run("recall", "who owns the payments service", "--history", "--json").stdout.strip() == "[]"
+    assert {h["id"] for h in run.json("recall", "who owns the payments service", "--all")} >= {old["id"], new["id"]}
+    run("restore", new["id"])
+    assert run.json("show", new["id"])["status"] == "active" and run.json("show", old["id"])["status"] == "archived"
+    run("restore", old["id"])
+    assert run.json("show", old["id"])["status"] == "superseded", "restored as what it was: superseded"

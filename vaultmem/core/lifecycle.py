@@ -12,7 +12,8 @@ Brain's rule does (30 days x (1 + uses)); `stale_per_use: 0` gives every
 memory the same threshold.
 
 A grade or an edit makes a stale note active again. Suspended (leech) and
-superseded notes are left alone: a person decides about them.
+superseded notes are left alone (a person decides about them), but for one thing: a
+superseded note goes to archive/ with the note that superseded it (its history).
 """
 
 from __future__ import annotations
@@ -85,8 +86,21 @@ def decay_step(note: Note, now: datetime, config: Config, stale_after_days: floa
 
 
 def plan_decay(notes, now: datetime, config: Config, stale_after_days: float | None = None) -> list[DecayStep]:
-    steps = (decay_step(n, now, config, stale_after_days) for n in notes)
-    return [s for s in steps if s is not None]
+    """Each note's decay step, and the history of what goes to archive/ with it: a superseded
+    note whose successor is archived (now or before) is archived too. Left in memories/, the old
+    fact outlived the correction that replaced it: `recall --history` answered with it alone."""
+    notes = list(notes)
+    steps = [s for s in (decay_step(n, now, config, stale_after_days) for n in notes) if s is not None]
+    older_of: dict[str, list[Note]] = {}
+    for note in notes:
+        if note.status == "superseded" and note.superseded_by and not note.path.startswith("archive/"):
+            older_of.setdefault(note.superseded_by, []).append(note)
+    gone = [s.note.link for s in steps if s.archive] + [n.link for n in notes if n.status == "archived"]
+    while gone:
+        for older in older_of.pop(gone.pop(), []):
+            steps.append(DecayStep(older, {"status": "archived"}, archive=True))
+            gone.append(older.link)
+    return steps
 
 
 def due_for_review(notes, now: datetime, config: Config) -> list[tuple[Note, float | None]]:
