@@ -725,3 +725,27 @@ def test_sync_refuses_to_share_conflict_markers_and_warns_of_unreadable_notes(or
     broken.write_text("---\ntags: [unclosed\n---\nA note with broken YAML\n")
     said = vaultmem(a, "sync").output
     assert "warning: shared a note vaultmem cannot read: memories/work/broken.md" in said
+
+
+@pytest.mark.real_model
+def test_memories_added_on_two_machines_that_contradict_are_contested_after_sync(origin, monkeypatch):
+    """Machine b had not pulled when it added "Postgres 16" beside a's "Postgres 17": each add
+    checked only its own vault, and after the merge both stood in force, uncontested (recall put
+    the out-of-date one first, being newer). sync contests the pair on both clones."""
+    origin_root, _ids = origin
+    a, b = clones_through_a_remote(origin_root)
+    at(monkeypatch, "2026-01-07T10:00:00")
+    newer = Vault(a).add("The billing database runs Postgres 17 on port 6432", "work/infra").note
+    vaultmem(a, "sync")
+    at(monkeypatch, "2026-01-08T10:00:00")
+    stale = Vault(b).add("The billing database runs Postgres 16 on port 6432", "work/infra").note
+    unrelated = Vault(b).add("The office printer is on the second floor", "work/infra").note
+    said = vaultmem(b, "sync").output
+    assert f"{newer.id} vs {stale.id} are contested" in said or f"{stale.id} vs {newer.id} are contested" in said
+    vaultmem(a, "sync")
+    for root in (a, b):
+        vault = Vault(root)
+        assert vault.get(newer.id).contested and vault.get(stale.id).contested
+        assert not vault.get(unrelated.id).contested
+        vaultmem(root, "verify", "--strict")
+        assert git(root, "status", "--porcelain").stdout == ""

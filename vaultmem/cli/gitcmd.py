@@ -121,6 +121,8 @@ def sync(message, out, vault_path):
         raise SystemExit(EXIT_CONFLICT)
     contested = "".join(f"\nthe same memory was corrected on two machines: {' vs '.join(ids)} are contested; "
                         f"`vaultmem resolve ID` keeps the right one" for ids in result["contested"])
+    contested += "".join(f"\nmemories added on two machines contradict each other: {' vs '.join(ids)} are "
+                         f"contested; `vaultmem resolve ID` keeps the right one" for ids in result["contested_adds"])
     out.emit(result, ("committed, " if result["committed"] else "") + "pulled and pushed" + contested)
 
 

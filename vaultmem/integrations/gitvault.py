@@ -204,9 +204,11 @@ def sync(vault, message: str) -> dict:
     elif pulled.returncode != 0:
         raise GitError(f"git pull failed: {(pulled.stderr or pulled.stdout).strip().splitlines()[-1:]}")
     contested = _contest_forks(vault, root, before)
+    crossed = _contest_crossed_adds(vault, root, before)
     git(root, "push", "-q")
     return {"committed": committed, "pulled": True, "pushed": True, "conflicts": [], "ledger": ledger,
-            "contested": contested, "unreadable": [{"path": path, "problem": problem} for path, problem in unreadable]}
+            "contested": contested, "contested_adds": crossed,
+            "unreadable": [{"path": path, "problem": problem} for path, problem in unreadable]}
 
 
 def _deleted_on_one_side(root: Path) -> list[str]:
@@ -229,6 +231,30 @@ def _contest_forks(vault, root: Path, before: str) -> list[list[str]]:
     if contested:
         git(root, "add", "-A", "--", ".")
         git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} memories corrected on two machines")
+    return contested
+
+
+def _contest_crossed_adds(vault, root: Path, before: str) -> list[list[str]]:
+    """After a merge: the memories it brought in that contradict memories added here since the
+    two sides parted are contested (ops/corrections.contest_crossed_adds), and that is committed,
+    so every clone shows the pair as contested until a person resolves it."""
+    from vaultmem.ops.corrections import contest_crossed_adds
+
+    parents = git(root, "rev-list", "--parents", "-n", "1", "HEAD", check=False).stdout.split()
+    if not before or len(parents) != 3 or parents[1] != before:
+        return []  # no merge made here (a fast-forward, or nothing pulled): nothing crossed
+    base = git(root, "merge-base", parents[1], parents[2], check=False).stdout.strip()
+    if not base:
+        return []
+
+    def added(old: str, new: str) -> set[str]:
+        done = git(root, "diff", "--name-only", "--relative", "--diff-filter=A", old, new, "--", ".", check=False)
+        return {line for line in done.stdout.splitlines() if line.endswith(".md")}
+
+    contested = contest_crossed_adds(vault, added(before, "HEAD"), added(base, before))
+    if contested:
+        git(root, "add", "-A", "--", ".")
+        git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} memories added on two machines")
     return contested
 
 

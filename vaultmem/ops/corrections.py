@@ -157,6 +157,37 @@ def contest_forks(vault, changed: set[str]) -> list[list[str]]:
     return done
 
 
+def contest_crossed_adds(vault, theirs: set[str], ours: set[str]) -> list[list[str]]:
+    """Memories added on two machines that contradict each other: each add checked only the
+    notes its machine had, so after the merge both stood in force, uncontested. Each memory
+    the merge brought in (`theirs`, paths) is checked as an add would check it, against the
+    memories added here since the two sides parted (`ours`); a pair the add would have
+    superseded or contested is contested (which one is current is a person's call: the dates
+    say when each was written, not which is true). Returns the ids of each pair contested."""
+    done = []
+    with vault.write_lock():
+        notes = {note.path: note for note in vault.notes()}
+        our_ids = {notes[path].id for path in ours if path in notes}
+        for path in sorted(theirs):
+            note = notes.get(path)
+            if note is None or note.type != "memory" or not our_ids:
+                continue
+            for item in related(vault, note.claim, note.namespace, note.type, created=note.created):
+                other = item.note
+                if other.id not in our_ids or item.relation not in ("conflict", "unclear") \
+                        or other.link in note.contested_with:
+                    continue
+                now = clock.now()
+                reason = f"added on two machines: {item.reason}"
+                vault.update_note(note.id, contest_change([other], now), op="contest",
+                                  detail={"with": [other.id], "reason": reason})
+                vault.update_note(other.id, contest_change([note], now), op="contest",
+                                  detail={"with": [note.id], "reason": reason})
+                note = vault.get(note.id)
+                done.append([note.id, other.id])
+    return done
+
+
 def correct(
     vault, note_id: str, text: str, reason: str | None = None, *, session: str | None = None, project: str | None = None
 ) -> Added:
