@@ -364,3 +364,15 @@ def test_health_counts_as_not_embedded_only_texts_the_model_never_saw(run, vault
     assert indexes["embeddings_stale"] == 0 and indexes["index_stale"] >= 3
     run("add", "The office wifi is on channel 6", "-n", "work")
     assert run.json("health")["indexes"]["embeddings_stale"] == 1
+
+
+def test_health_does_not_call_a_link_to_an_unreadable_note_broken(run, vault_dir):
+    """The correction's YAML broken by hand: health names that file's problem; the old note's
+    superseded_by link still names a file that is there (it said "no note is named so now")."""
+    old = run.json("add", "The billing cron runs at 02:00 UTC", "-n", "ops")
+    new = run.json("correct", old["id"], "The billing cron runs at 03:00 UTC")
+    path = vault_dir / new["path"]
+    path.write_text(path.read_text().replace("tags:", "tags: [unclosed", 1))
+    problems = run.json("health")["problems"]
+    assert any(p["path"] == new["path"] for p in problems)
+    assert not any("which no note is named" in p["problem"] for p in problems)

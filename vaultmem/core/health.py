@@ -49,7 +49,9 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
             problems.append({"path": note.path, "problem": "opens with --- and properties but no --- line closes "
                              "them, so they read as text (and vaultmem will not rewrite it); close them "
                              "with a --- line"})
-    links = {n.link for n in notes}
+    # A note that does not parse is still named: a link to it is not broken (its own problem is listed).
+    links = {n.link for n in notes} | {f"[[{path.rsplit('/', 1)[-1].removesuffix('.md')}]]"
+                                       for path, _problem in unreadable}
     for note in notes:
         for name, link in (("superseded_by", note.superseded_by), ("supersedes", note.supersedes)):
             if link and link not in links:
