@@ -6,6 +6,7 @@ import os
 import sys
 
 import anyio
+import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -187,3 +188,23 @@ def test_mcp_on_a_folder_that_is_not_a_vault(tmp_path):
     result = run_process("mcp", "--vault", str(tmp_path / "nowhere"), check=False)
     assert result.returncode == 1
     assert "is not a vaultmem vault" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.real_model
+def test_mcp_update_into_what_another_memory_contradicts_contests_them(vault_dir, tmp_path):
+    """update rewrote a note into the opposite of another memory with no check: both stood in
+    force, uncontested. The edited text is checked as an add would check it (never superseding:
+    an edit is no newer fact)."""
+    async def body(session: ClientSession):
+        pnpm = (await session.call_tool("add", {"text": "Use pnpm, never npm.", "namespace": "tooling"}))
+        other = (await session.call_tool("add", {"text": "Secrets live in the 1Password vault Eng",
+                                                 "namespace": "tooling"}))
+        updated = await session.call_tool("update", {"id": other.structured_content["id"],
+                                                     "text": "Use npm, never pnpm."})
+        assert not updated.is_error, updated
+        assert updated.structured_content["status"] == "active" and updated.structured_content["contested"]
+        first = await session.call_tool("get", {"id": pnpm.structured_content["id"]})
+        assert first.structured_content["status"] == "active" and first.structured_content["contested"]
+
+    log = run_session(vault_dir, tmp_path, body)
+    assert "Traceback" not in log, log

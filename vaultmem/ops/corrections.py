@@ -345,5 +345,25 @@ def edit(vault, note_id: str, text: str | None = None, tags=None, redact: bool =
         return changes
 
     detail = {"fields": [name for name, value in (("text", body), ("tags", clean)) if value is not None]}
-    _before, after = vault.update_note(note_id, change, op="edit", detail=detail)
+    with vault.write_lock():
+        before, after = vault.update_note(note_id, change, op="edit", detail=detail)
+        if body is not None and " ".join(before.claim.split()) != " ".join(after.claim.split()):
+            after = _contest_what_it_now_contradicts(vault, after)
     return after
+
+
+def _contest_what_it_now_contradicts(vault, note: Note) -> Note:
+    """The edited text checked as an add would check it: the memories of its namespace it now
+    contradicts are contested with it (never superseded: an edit is no newer fact). Returns the
+    note as it is then."""
+    now = clock.now()
+    for item in related(vault, note.claim, note.namespace, note.type):
+        other = item.note
+        if other.id == note.id or item.relation not in ("conflict", "unclear") or other.link in note.contested_with:
+            continue
+        reason = f"an edit of {note.id}: {item.reason}"
+        _before, note = vault.update_note(note.id, contest_change([other], now), op="contest",
+                                          detail={"with": [other.id], "reason": reason})
+        vault.update_note(other.id, contest_change([note], now), op="contest",
+                          detail={"with": [note.id], "reason": reason})
+    return note
