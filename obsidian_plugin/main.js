@@ -8061,6 +8061,13 @@ async function gradeNote(io, path, rating, now, options = {}) {
         `check it, fix its text if needed, then \`vaultmem restore ${note.id}\` to grade it again`
       );
     }
+    if (note.status === "superseded") {
+      throw new NoteError(
+        path,
+        `${note.id} is superseded by ${note.superseded_by || "a newer memory"}`,
+        "grade the memory in force instead (this one is kept as history)"
+      );
+    }
     const [changes, log] = grade(note, rating, now, config);
     record = log;
     if (rating === "good" || rating === "easy") Object.assign(changes, withEvidence(note, options.session ?? "", options.project ?? "", now));
@@ -8311,7 +8318,7 @@ var VaultmemPlugin = class extends import_obsidian3.Plugin {
         checkCallback: (checking) => this.onNote(
           checking,
           (file) => this.grade(file.path, rating),
-          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && String(this.frontmatter(f).status ?? "") !== "suspended"
+          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && !["suspended", "superseded"].includes(String(this.frontmatter(f).status ?? ""))
         )
       });
     }

@@ -112,6 +112,10 @@ def test_correct_grades_the_wrong_memory_and_supersedes_it(run, vault_dir):
     review = [json.loads(line) for line in (vault_dir / ".vaultmem" / "reviews.jsonl").read_text().splitlines()]
     assert review[-1]["rating"] == "again" and "IT changed the policy" in review[-1]["comment"]
     run("correct", wrong["id"], "again", expect=2)  # already superseded: correct the newer one
+    # A superseded memory is history: a grade would count as evidence for the fact it replaced.
+    refused = run("grade", wrong["id"], "good", expect=2)
+    assert f"superseded by [[{fixed['path'].rsplit('/', 1)[1][:-3]}]]" in refused.output
+    assert props(vault_dir, wrong["path"])["reps"] == 1
 
 
 def test_a_correction_does_not_claim_the_wrong_memorys_source(run, vault_dir):

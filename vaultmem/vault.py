@@ -1132,12 +1132,16 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
 def _check_gradable(note: Note) -> None:
     """Archived and suspended notes are out of the schedule until a person restores them:
-    grading a leech would quietly put a memory that kept being wrong back in use."""
+    grading a leech would quietly put a memory that kept being wrong back in use. A superseded
+    note is history: its grade would count as evidence for the fact replaced."""
     if note.status == "archived":
         raise BadInput(f"{note.id} is archived; `vaultmem restore {note.id}` first")
     if note.status == "suspended":
         raise BadInput(f"{note.id} is suspended (a leech: graded wrong {note.lapses} times); "
                        f"check it, fix its text if needed, then `vaultmem restore {note.id}` to grade it again")
+    if note.status == "superseded":  # a grade would count as evidence for the old fact (promotion, strength)
+        raise BadInput(f"{note.id} is superseded by {note.superseded_by or 'a newer memory'}: grade the memory in "
+                       "force instead (this one is kept as history)")
 
 
 def _refusal(field: str, findings: list, fix: str):

@@ -48,7 +48,7 @@ export class VaultmemPlugin extends Plugin {
         id: `grade-${rating}`, name: `Grade this memory: ${rating}`,
         hotkeys: [{ modifiers: ["Mod", "Shift"], key: HOTKEY_KEYS[rating] }],
         checkCallback: (checking: boolean) => this.onNote(checking, (file) => this.grade(file.path, rating),
-          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && String(this.frontmatter(f).status ?? "") !== "suspended"),
+          (f) => !f.path.startsWith(ARCHIVE_DIR + "/") && !["suspended", "superseded"].includes(String(this.frontmatter(f).status ?? ""))),
       });
     }
     this.addCommand({

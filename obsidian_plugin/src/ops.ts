@@ -103,6 +103,11 @@ export async function gradeNote(io: VaultIO, path: string, rating: Rating, now: 
       throw new NoteError(path, `${note.id} is suspended (a leech: graded wrong ${note.lapses} times)`,
         `check it, fix its text if needed, then \`vaultmem restore ${note.id}\` to grade it again`);
     }
+    if (note.status === "superseded") {
+      // As the CLI: a superseded note is history; its grade would count as evidence for the fact replaced.
+      throw new NoteError(path, `${note.id} is superseded by ${note.superseded_by || "a newer memory"}`,
+        "grade the memory in force instead (this one is kept as history)");
+    }
     const [changes, log] = scheduleGrade(note, rating, now, config);
     record = log;
     if (rating === "good" || rating === "easy") Object.assign(changes, withEvidence(note, options.session ?? "", options.project ?? "", now));

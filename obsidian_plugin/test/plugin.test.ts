@@ -93,6 +93,13 @@ describe("commands", () => {
     expect(app.vault.files.get("memories/work/leech.md")).toContain("status: active");
   });
 
+  it("hide grading on a superseded memory (as the CLI refuses it: it is history)", async () => {
+    const old = note("old1", FADING, "Staging runs Postgres 15.").replace("status: active", "status: superseded");
+    app.vault.put("memories/work/old.md", old);
+    open("memories/work/old.md");
+    for (const rating of ["again", "hard", "good", "easy"]) expect(plugin.run(`grade-${rating}`), rating).toBe(false);
+  });
+
   it("grade the open note with hotkeys, changing only the FSRS, strength and updated lines", async () => {
     open("memories/work/fading.md");
     const before = app.vault.files.get("memories/work/fading.md")!;
