@@ -351,7 +351,9 @@ def full_vault(vault_dir, run, lexical):
 
 def test_export_lists_every_note_with_its_exact_text(full_vault, run):
     lines = run("export", "--jsonl").stdout.splitlines()
-    records = [json.loads(line) for line in lines]
+    records = [r for r in map(json.loads, lines) if "path" in r]
+    logs = [r for r in map(json.loads, lines) if "log" in r]
+    assert {line["log"] for line in logs} == {"reviews.jsonl", "archive.jsonl"}, "the grades' history too"
     by_path = {r["path"]: r for r in records}
     assert set(by_path) == set(files(full_vault))
     assert any(p.startswith("archive/") for p in by_path)
@@ -375,8 +377,13 @@ def test_export_then_import_into_an_empty_vault_is_identical(full_vault, run, tm
     assert files(empty) == files(full_vault)  # same paths, same bytes (CRLF and unknown properties too)
     restored = Vault(empty)
     assert {n.id for n in restored.notes(include_hidden=True)} == {n.id for n in Vault(full_vault).notes(True)}
+    # The review and archive logs came too, line for line: `why` shows the same grades.
+    for log in ("reviews.jsonl", "archive.jsonl"):
+        assert (empty / ".vaultmem" / log).read_bytes() == (full_vault / ".vaultmem" / log).read_bytes()
+    assert report["reviews"] > 0 and report["archive_lines"] > 0
     again = Cli(empty).json("import", str(export))  # a second time: all unchanged
     assert again["counts"]["unchanged"] == len(files(full_vault)) and again["counts"]["added"] == 0
+    assert again["reviews"] == 0 and again["archive_lines"] == 0, "no log line twice"
 
 
 def test_import_of_an_export_never_overwrites(full_vault, run, tmp_path):

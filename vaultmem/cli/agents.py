@@ -79,8 +79,9 @@ def import_(path, namespace, fmt, dry_run, redact, out, vault_path):
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @common
 def export(as_jsonl, output, out, vault_path):
-    """Dump every note, archived and superseded ones too, as JSON lines. Importing the
-    file into an empty vault (`vaultmem import FILE`) gives back the same files.
+    """Dump every note, archived and superseded ones too, as JSON lines, then the review and
+    archive logs (the grades' history). Importing the file into an empty vault (`vaultmem
+    import FILE`) gives back the same files and logs.
 
     \b
     Examples:
@@ -92,14 +93,15 @@ def export(as_jsonl, output, out, vault_path):
     from vaultmem.integrations.exporters import write_export
 
     vault = _vault(vault_path)
-    count, left_out = write_export(vault, output, stream=None if output else sys.stdout)
+    count, left_out, logged = write_export(vault, output, stream=None if output else sys.stdout)
     if not out.quiet:
         for item in left_out:
             click.echo(f"vaultmem: warning: left out {item['path']}: {item['problem']}", err=True)
     if output and out.as_json:
-        out.emit({"exported": count, "output": output, "left_out": left_out})
+        out.emit({"exported": count, "log_lines": logged, "output": output, "left_out": left_out})
     elif not out.quiet:
-        click.echo(f"exported {count} notes" + (f" to {output}" if output else ""), err=True)
+        click.echo(f"exported {count} notes and {logged} lines of the review and archive logs"
+                   + (f" to {output}" if output else ""), err=True)
 
 
 # ---------------------------------------------------------------- Claude Code hooks and the skill file

@@ -6,8 +6,13 @@ line endings stay), plus a few fields read from it for convenience. Archived,
 suspended and superseded notes are exported too, and so is a note vaultmem
 cannot parse (with `problem` saying why), so the export is everything.
 
+After the notes come the vault's review and archive logs, one line each
+(`{"log": "reviews.jsonl", "record": {...}}`): the grades' history, which `why`
+shows and an FSRS optimizer would learn from, is not in the notes.
+
 Importing an export (`vaultmem import FILE.jsonl`) recreates each file at the
-same relative path with the same text, through `Vault.import_file`. Into a
+same relative path with the same text, through `Vault.import_file`, and
+appends the log lines the vault does not have yet. Into a
 vault that already has notes, a note whose id (or path) exists with the same
 text is `unchanged`; with other text it is a `conflict` and is left alone.
 """
@@ -53,10 +58,29 @@ def export_records(vault) -> Iterator[dict]:
         yield record
 
 
-def write_export(vault, target: str | os.PathLike | None = None, stream=None) -> tuple[int, list[dict]]:
+EXPORTED_LOGS = ("reviews.jsonl", "archive.jsonl")  # under .vaultmem/: history no note file holds
+
+
+def log_records(vault) -> Iterator[dict]:
+    """One dict per line of the review and archive logs, in their order (unreadable lines skipped)."""
+    for name in EXPORTED_LOGS:
+        path = vault.state_dir / name
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    yield {"log": name, "record": record}
+
+
+def write_export(vault, target: str | os.PathLike | None = None, stream=None) -> tuple[int, list[dict], int]:
     """Write the export to `target` (atomically) or to `stream`.
 
-    Returns (notes written, files left out): a file whose bytes are not text
+    Returns (notes written, files left out, log lines written): a file whose bytes are not text
     (binary, not UTF-8, over the size limit) has nothing to carry.
     """
     buffer = io.StringIO()
@@ -67,11 +91,15 @@ def write_export(vault, target: str | os.PathLike | None = None, stream=None) ->
             continue
         buffer.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
+    logged = 0
+    for line in log_records(vault):
+        buffer.write(json.dumps(line, ensure_ascii=False) + "\n")
+        logged += 1
     if target is not None:
         atomic_write(Path(os.path.expanduser(str(target))).resolve(), buffer.getvalue())
     elif stream is not None:
         stream.write(buffer.getvalue())
-    return count, left_out
+    return count, left_out, logged
 
 
 def export_folder(vault, folder: str | os.PathLike) -> tuple[int, list[dict]]:

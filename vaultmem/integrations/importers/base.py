@@ -49,12 +49,22 @@ class Restore:
 
 
 @dataclass(frozen=True)
+class LogLine:
+    """One line of a vault log an export carries (`reviews.jsonl`, `archive.jsonl`), to be appended
+    unless the vault has it."""
+
+    log: str
+    record: dict
+    source: str
+
+
+@dataclass(frozen=True)
 class Skip:
     source: str
     reason: str
 
 
-Record = Incoming | Restore | Skip
+Record = Incoming | Restore | LogLine | Skip
 
 
 def clean_namespace(text: str | None) -> str:

@@ -10,6 +10,7 @@ record as added, updated, merged, unchanged, a conflict, skipped or an error;
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from vaultmem.errors import BadInput, SecretFound, VaultmemError
 from vaultmem.integrations.importers import default_namespace, fields_of, read
-from vaultmem.integrations.importers.base import Incoming, Restore, Skip, clean_namespace
+from vaultmem.integrations.importers.base import Incoming, LogLine, Restore, Skip, clean_namespace
 from vaultmem.integrations.importers.fidelity import keep_state, link_chains
 from vaultmem.ops.provenance import portable_path
 
@@ -40,12 +41,13 @@ class Report:
     # What became of each field the source format has: {field: "kept" | "mapped: ..." | "dropped: ..."}.
     fields: dict = field(default_factory=dict)
     reviews: int = 0  # review-history lines appended to reviews.jsonl
+    archive_lines: int = 0  # archive-log lines appended to archive.jsonl (an export carries them)
     chains: int = 0  # supersede links made between imported notes
 
     def to_dict(self) -> dict:
         lists = ("added", "updated", "merged", "unchanged", "conflicts", "skipped", "errors")
         return {"path": self.path, "format": self.format, "dry_run": self.dry_run, "fields": self.fields,
-                "reviews": self.reviews, "chains": self.chains,
+                "reviews": self.reviews, "archive_lines": self.archive_lines, "chains": self.chains,
                 "counts": {name: len(getattr(self, name)) for name in lists},
                 **{name: getattr(self, name) for name in lists}}
 
@@ -56,8 +58,10 @@ class Report:
         if self.unchanged or self.conflicts:
             parts += [f"unchanged {len(self.unchanged)}", f"conflicts {len(self.conflicts)}"]
         parts += [f"skipped {len(self.skipped)}", f"errors {len(self.errors)}"]
-        if self.reviews or self.chains:
+        if self.reviews or self.chains or self.archive_lines:
             parts += [f"reviews {self.reviews}", f"supersede links {self.chains}"]
+            if self.archive_lines:
+                parts.append(f"archive log lines {self.archive_lines}")
         lines = [f"{self.format} {self.path}: " + ", ".join(parts)]
         lines += [f"  field {name}: {fate}" for name, fate in self.fields.items()]
         for name, label in (("conflicts", "conflict"), ("skipped", "skipped"), ("errors", "error")):
@@ -101,9 +105,16 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     index = NoteIndex.of(vault)
     incoming = sorted((r for r in records if isinstance(r, Incoming)),
                       key=lambda r: (r.created is None, r.created or datetime.min.replace(tzinfo=timezone.utc)))
+    logs = ExistingLogs(vault)
     for record in [r for r in records if not isinstance(r, Incoming)] + incoming:
         if isinstance(record, Skip):
             report.skipped.append({"source": record.source, "reason": record.reason})
+        elif isinstance(record, LogLine):
+            if logs.append(record, dry_run):
+                if record.log == "reviews.jsonl":
+                    report.reviews += 1
+                else:
+                    report.archive_lines += 1
         elif isinstance(record, Restore):
             try:
                 action, detail = restore_file(vault, record.rel, record.text, record.source, dry_run, index)
@@ -125,6 +136,38 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     if not dry_run:
         report.chains = link_chains(vault, imported, chains, report)
     return report
+
+
+class ExistingLogs:
+    """The vault's review and archive logs as they are, read once: a line an export carries is
+    appended unless the log holds it (importing the same export twice adds nothing)."""
+
+    def __init__(self, vault):
+        self.vault = vault
+        self.seen: dict[str, set[str]] = {}
+
+    def append(self, line: LogLine, dry_run: bool) -> bool:
+        """Whether `line` is new to its log (appended unless `dry_run`)."""
+        from vaultmem.store.files import append_jsonl
+
+        if line.log not in self.seen:
+            path = self.vault.state_dir / line.log
+            self.seen[line.log] = {self._key(raw) for raw in path.read_text(encoding="utf-8", errors="replace")
+                                   .splitlines()} if path.exists() else set()
+        key = json.dumps(line.record, ensure_ascii=False, sort_keys=True)
+        if key in self.seen[line.log]:
+            return False
+        self.seen[line.log].add(key)
+        if not dry_run:
+            append_jsonl(self.vault.state_dir / line.log, line.record)
+        return True
+
+    @staticmethod
+    def _key(raw: str) -> str:
+        try:
+            return json.dumps(json.loads(raw), ensure_ascii=False, sort_keys=True)
+        except ValueError:
+            return raw
 
 
 def _listed(value) -> list[str]:

@@ -6,7 +6,8 @@ exporters.py, in this repository): one JSON object per line with a note's
 `Restore`, so `run_import` recreates the note file byte for byte (frontmatter,
 unknown properties and CRLF line endings included) through
 `exporters.restore_file` instead of adding its text as a new memory; a line
-that is not JSON or lacks `path` and `text` is skipped.
+that is not JSON or lacks `path` and `text` is skipped. A line of the review or
+archive log (`log`, `record`) becomes a `LogLine`, appended unless the vault has it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-from vaultmem.integrations.importers.base import MAX_FILE_BYTES, Record, Restore, Skip
+from vaultmem.integrations.exporters import EXPORTED_LOGS
+from vaultmem.integrations.importers.base import MAX_FILE_BYTES, LogLine, Record, Restore, Skip
 from vaultmem.integrations.importers.common import _read_raw
 
 
@@ -31,6 +33,9 @@ def read_jsonl(path: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[Record]:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             yield Skip(where, f"not JSON ({exc.msg})")
+            continue
+        if isinstance(item, dict) and item.get("log") in EXPORTED_LOGS and isinstance(item.get("record"), dict):
+            yield LogLine(item["log"], item["record"], where)
             continue
         if not isinstance(item, dict) or not isinstance(item.get("path"), str) or not isinstance(item.get("text"), str):
             yield Skip(where, "not a vaultmem export line (needs \"path\" and \"text\")")
