@@ -148,6 +148,11 @@ CASES = [
     ("a-figure-that-looks-like-a-year", "The checkout service handles about 2000 requests per second",
      "The checkout service handles about 1200 requests per second", 0.9, C),
     ("seats-that-look-like-a-year", "Initrode has 2000 seats", "Initrode has 4000 seats", 0.9, C),
+    # a replacement naming what the older one asserts, where the older one says more: contested (it
+    # was "different subjects": both in force, the stale one first), never superseded on a guess
+    ("replaced-with-more-said-before", "We moved the docs from Confluence to Notion",
+     "The docs live in Confluence under the ENG space", 0.5, U),
+    ("switched-with-nothing-else-shared", "We switched from Yarn to Bun", "Our monorepo installs with Yarn", 0.5, U),
 ]
 
 

@@ -394,14 +394,21 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     if not dropped or len(taken) != 1 or a.neg % 2 != b.neg % 2 or a.hedged or b.hedged:
         return None
     family = FAMILY.get(taken[0].kind, taken[0].kind)
-    if family != FAMILY.get(dropped[0].kind, dropped[0].kind) or any(t.kind != "word" for t in old):
+    if family != FAMILY.get(dropped[0].kind, dropped[0].kind):
         return None
     context = [t for t in shared if t.kind in ("word", "name") and t.key not in LIGHT]  # ("CI" is a name)
     heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT]
-    heavy_b = [t for t in old if t.key not in LIGHT]
-    if not context or len(heavy_a) > 1 or len(heavy_b) > 1:
+    more = [t for t in old if t.kind != "word" or t.key not in LIGHT]
+    reason = f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}"
+    if len(heavy_a) > 1:
         return None
-    return Verdict("conflict", f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}", slot=True)
+    if not context or len(more) > 1 or any(t.kind != "word" for t in more):
+        # The new one names what the old one asserts as given up, but the old one says more
+        # ("CI runs on Jenkins at ci.internal", "built with React 18 and bundled with Webpack"),
+        # or nothing else is shared: contested (flagged, the newer first), never superseded on a guess.
+        said = f"; the older one says more: {_show(more)}" if more else "; nothing else shared"
+        return Verdict("unclear", reason + said, slot=True)
+    return Verdict("conflict", reason, slot=True)
 
 
 def _numbered_subject(t: _Tok, p: _Parsed) -> bool:
