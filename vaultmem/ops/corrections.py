@@ -177,15 +177,19 @@ def contest_crossed_adds(vault, theirs: set[str], ours: set[str]) -> list[list[s
                 if other.id not in our_ids or item.relation not in ("conflict", "unclear") \
                         or other.link in note.contested_with:
                     continue
-                now = clock.now()
-                reason = f"added on two machines: {item.reason}"
-                vault.update_note(note.id, contest_change([other], now), op="contest",
-                                  detail={"with": [other.id], "reason": reason})
-                vault.update_note(other.id, contest_change([note], now), op="contest",
-                                  detail={"with": [note.id], "reason": reason})
-                note = vault.get(note.id)
+                note = contest_pair(vault, note, other, f"added on two machines: {item.reason}")
                 done.append([note.id, other.id])
     return done
+
+
+def contest_pair(vault, note: Note, other: Note, reason: str) -> Note:
+    """Mark two memories contested with each other (a `contest` record each); `note` after."""
+    now = clock.now()
+    _before, after = vault.update_note(note.id, contest_change([other], now), op="contest",
+                                       detail={"with": [other.id], "reason": reason})
+    vault.update_note(other.id, contest_change([after], now), op="contest",
+                      detail={"with": [note.id], "reason": reason})
+    return after
 
 
 def correct(
@@ -356,14 +360,9 @@ def _contest_what_it_now_contradicts(vault, note: Note) -> Note:
     """The edited text checked as an add would check it: the memories of its namespace it now
     contradicts are contested with it (never superseded: an edit is no newer fact). Returns the
     note as it is then."""
-    now = clock.now()
     for item in related(vault, note.claim, note.namespace, note.type):
         other = item.note
         if other.id == note.id or item.relation not in ("conflict", "unclear") or other.link in note.contested_with:
             continue
-        reason = f"an edit of {note.id}: {item.reason}"
-        _before, note = vault.update_note(note.id, contest_change([other], now), op="contest",
-                                          detail={"with": [other.id], "reason": reason})
-        vault.update_note(other.id, contest_change([note], now), op="contest",
-                          detail={"with": [note.id], "reason": reason})
+        note = contest_pair(vault, note, other, f"an edit of {note.id}: {item.reason}")
     return note
