@@ -792,12 +792,13 @@ class RecallEngine:
         recall finds without the model (health counted it as not embedded)."""
         from vaultmem.search.vectors import text_hash
 
-        if not paths:
+        wanted = set(paths)
+        if not wanted:
             return 0
-        notes = {note.path: note for note in catalog.notes if note.path in set(paths)}
+        notes = {note.path: note for note in catalog.notes if note.path in wanted}
         digests = {path: text_hash(store.model_name, embed_text(note)) for path, note in notes.items()}
         known = store.stored(set(digests.values()))
-        return sum(digest not in known for digest in digests.values()) + len(set(paths) - notes.keys())
+        return sum(digest not in known for digest in digests.values()) + len(wanted - notes.keys())
 
     def warm_up(self) -> None:
         """Open the searcher and run the model once, so the first real query is not the slow one."""
