@@ -12,6 +12,8 @@ import shutil
 
 import pytest
 
+from vaultmem.vault import Vault
+
 MEMORIES = [
     "The staging database runs Postgres 16 on port 5433",
     "Alice prefers tabs over spaces in Go code",
@@ -183,3 +185,22 @@ def test_a_modal_verb_in_the_question_is_not_evidence(vault):
         ids = [hit.note.id for hit in recall(vault, query)]
         assert ids[:1] == [answer.id], query
         assert retro.id not in ids, query
+
+
+@pytest.mark.real_model
+def test_the_top_results_do_not_depend_on_how_many_are_asked_for(vault_dir):
+    """Forty incident notes repeat a service's name (in a tag too), so BM25 ranks the one note
+    that says who owns it below its top 30; the embeddings find it. It fused as if it held none
+    of the query's words: `-k 5` left it out while `-k 20` ranked it first."""
+    vault = Vault(vault_dir)
+    items = [{"text": f"Incident {n} on billing-api: {cause} caused errors for {n % 7 + 2} minutes", "namespace": "ops",
+              "tags": ["billing-api", "incident"]}
+             for n, cause in enumerate(["a bad deploy", "a full disk", "an expired certificate", "a DNS change"] * 10)]
+    items.append({"text": "Uma owns the billing-api service and is the first reviewer of its changes",
+                  "namespace": "ops"})
+    vault.add_many([dict(item, supersede=False, merge=False) for item in items])
+    query = "who is responsible for the billing-api service"
+    five = [h.note.id for h in vault.recall(query, k=5)]
+    twenty = [h.note.id for h in vault.recall(query, k=20)]
+    owner = next(n.id for n in vault.notes() if n.text.startswith("Uma owns"))
+    assert owner in five and five == twenty[:5]

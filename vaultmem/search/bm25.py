@@ -155,6 +155,7 @@ class Bm25Index:
         self._filter_cache: dict = {}
         self._filter_cache_for = None
         self._stats = None  # bm25_arrays.LiveStatistics of the searcher the filters are for
+        self._last_scores = None  # (searcher, terms, every document's score) of the last search
         self._segment_arrays: dict = {}  # bm25_arrays.SegmentArrays by segment reader, kept across searchers
 
     @property
@@ -330,12 +331,45 @@ class Bm25Index:
         if allow is not None and not allow:
             return []  # nothing passes the filter (Whoosh would read an empty set as no filter)
         stats = self._statistics(searcher)
-        top = bm25_arrays.top_scores(stats, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1, keep)
+        every: list = []
+        top = bm25_arrays.top_scores(stats, SEARCH_FIELDS, terms, limit, BM25_B, BM25_K1, keep, every)
+        # What every other note scores for this query, for scores_of (the notes the embeddings found).
+        self._last_scores = (searcher, tuple(terms), every) if top is not None else None
         if top is None:  # postings this version of Whoosh lays out otherwise: its own (slower) search
             clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
             results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude)
             top = [(hit.docnum, float(hit.score)) for hit in results]
         weights = _term_weights(searcher, stats, terms)
+        total = sum(weights.values())
+        held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
+        return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
+                for docnum, score in top]
+
+
+    def scores_of(self, query: str, paths: list[str]) -> list[tuple[str, float, float]]:
+        """`search`'s (path, BM25 score, coverage) for the notes at `paths` that hold a query term,
+        whatever their rank: a note the embeddings found ranks below BM25's top N when other
+        notes repeat a query word (in a tag), and without its BM25 score it fused as if it held
+        none of the query's words."""
+        terms = list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
+        searcher = self._current_searcher()
+        if not terms or searcher is None or not paths:
+            return []
+        docnums = {n for n in (searcher.document_number(key=path_key(path)) for path in paths) if n is not None}
+        if not docnums:
+            return []
+        last = self._last_scores
+        if last is not None and last[0] is searcher and last[1] == tuple(terms):
+            # The query `search` just scored (the engine asks right after it, for notes of the same
+            # filter): read back, not scored again (a second pass cost a recall ~5 ms at 10k notes).
+            top = bm25_arrays.scores_in(last[2], sorted(docnums))
+        else:
+            keep = bm25_arrays.keep_mask(searcher.doc_count_all(), docnums, None)
+            top = bm25_arrays.top_scores(self._statistics(searcher), SEARCH_FIELDS, terms, len(docnums), BM25_B,
+                                         BM25_K1, keep)
+        if top is None:
+            return []  # postings this module cannot read: they keep what `search` gave them
+        weights = _term_weights(searcher, self._statistics(searcher), terms)
         total = sum(weights.values())
         held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
         return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)

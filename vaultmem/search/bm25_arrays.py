@@ -195,11 +195,13 @@ def forget_merged(searcher, segments: dict) -> None:
 
 
 def top_scores(stats: LiveStatistics, fields, terms: list[str], limit: int, B: float, K1: float,
-               keep: np.ndarray | None) -> list[tuple[int, float]] | None:
+               keep: np.ndarray | None, every: list | None = None) -> list[tuple[int, float]] | None:
     """[(document number, BM25F score)] of the `limit` best documents holding any of
     `terms` in any of `fields`, best first (ties: lower number first, as Whoosh), among
     those `keep` lets through (keep_mask), scored with the searcher's live statistics
-    (`stats`). None when a segment cannot be read this way."""
+    (`stats`). None when a segment cannot be read this way. `every`: a list that gets each
+    segment's (offset, scores of all its documents, 0 for a deleted one or one kept out):
+    what any other document of the query scores, without scoring it again (scores_in)."""
     best_numbers, best_scores = [], []
     for reader, offset, arrays in stats.leaves:
         scores = np.zeros(arrays.size)
@@ -218,6 +220,8 @@ def top_scores(stats: LiveStatistics, fields, terms: list[str], limit: int, B: f
         eligible = (scores > 0) & arrays.alive
         if keep is not None:
             eligible &= keep[offset:offset + arrays.size]
+        if every is not None:
+            every.append((offset, np.where(eligible, scores, 0.0)))
         numbers = np.flatnonzero(eligible)
         if len(numbers) > limit:
             # Everything tied with the limit-th score stays in: the tie goes to the lower number below.
@@ -230,3 +234,15 @@ def top_scores(stats: LiveStatistics, fields, terms: list[str], limit: int, B: f
     numbers, scores = np.concatenate(best_numbers), np.concatenate(best_scores)
     order = np.lexsort((numbers, -scores))[:limit]
     return [(int(numbers[i]), float(scores[i])) for i in order]
+
+
+def scores_in(every: list, docnums) -> list[tuple[int, float]]:
+    """[(document number, score)] of `docnums` that score above 0 in `every` (top_scores')."""
+    found = []
+    for docnum in docnums:
+        for offset, scores in every:
+            if offset <= docnum < offset + len(scores):
+                if scores[docnum - offset] > 0:
+                    found.append((docnum, float(scores[docnum - offset])))
+                break
+    return found

@@ -961,6 +961,12 @@ class RecallEngine:
             cosines = self._cosines(query_vector, mask, limit, [p for p, _s, _c in lexical_paths], floor,
                                     store, field)
             self._add_successors(cosines, query_vector, mask, [p for p, _s, _c in lexical_paths], store, field)
+            # The notes found by meaning that BM25 ranked below its `limit` get their BM25 score and
+            # coverage too (as the lexical candidates get their cosines): without them such a note
+            # fused as if it held none of the query's words, and a larger -k changed the top 5.
+            ranked = {p for p, _s, _c in lexical_paths}
+            lexical_paths = lexical_paths + sorted(self.bm25.scores_of(query, [p for p in cosines if p not in ranked]),
+                                                   key=lambda item: -item[1])
         notes = self.vault.catalog().at(dict.fromkeys([*(p for p, _s, _c in lexical_paths), *cosines]))
         fused = fuse(lexical_paths, cosines, floor, notes, now, self.vault.config, intent)
         fused = with_neighbour_context(fused, self._order.predecessor)
