@@ -153,6 +153,10 @@ CASES = [
     ("replaced-with-more-said-before", "We moved the docs from Confluence to Notion",
      "The docs live in Confluence under the ENG space", 0.5, U),
     ("switched-with-nothing-else-shared", "We switched from Yarn to Bun", "Our monorepo installs with Yarn", 0.5, U),
+    # a label a note opens with is not what it says: the same fact again
+    ("a-note-label", "Note: The VPN bill for May was 120 euros", "The VPN bill for May was 120 euros", 0.95, D),
+    ("a-reminder-label", "Reminder - the VPN bill for May was 120 euros", "The VPN bill for May was 120 euros",
+     0.95, D),
 ]
 
 

@@ -122,7 +122,9 @@ _TOKEN = re.compile(
     rf"|{_MONTH_RE}(?=,?\s+\d{{4}}))(?:,?\s+\d{{4}})?\b)"
     r"|(?P<time>\b\d{1,2}(?::\d\d)?\s?[ap]\.?m\b\.?)|(?P<word>\w+(?:(?:[.:/'’-]|(?<=\d),(?=\d))\w+)*)|(?P<punct>[.!?;:\n,])")
 _FILLER = re.compile(r"\b(?:just so you (?:know|remember)|you know|heads up|fyi|btw|by the way|quick update|"
-                     r"(?:can you |please )?remember(?: that)?|note that)\b", re.IGNORECASE)
+                     r"(?:can you |please )?remember(?: that)?|note that)\b"
+                     # A label a note opens with ("Note: ...", "Reminder - ...", "Update: ..."): not what it says.
+                     r"|^\W*(?:note|reminder|update|fyi|important|nb|ps)\s*[:\-–—]\s", re.IGNORECASE)
 _NUM = re.compile(r"v?(\d+(?:[.,]\d+)*)(st|nd|rd|th|k|m|mb|gb|kb|tb|ms|s|h|min|x)?")
 _RU_END = re.compile(r"(?:ами|ями|ого|его|ому|ему|ыми|ими|ая|яя|ое|ее|ые|ие|ый|ий|ой|ую|юю|ем|им|ом|ам|ям|ах|ях|ют|ут"
                      r"|ет|ит|ат|ят|а|я|о|е|ы|и|у|ю|ь|й)$")
