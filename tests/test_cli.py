@@ -376,3 +376,16 @@ def test_health_does_not_call_a_link_to_an_unreadable_note_broken(run, vault_dir
     problems = run.json("health")["problems"]
     assert any(p["path"] == new["path"] for p in problems)
     assert not any("which no note is named" in p["problem"] for p in problems)
+
+
+def test_a_folder_of_notes_without_its_state_is_named_not_passed_over_in_silence(tmp_path):
+    """`.vaultmem/` deleted (or a copy without it), then `vaultmem reindex` in the folder: it
+    rebuilt the default vault, "indexed 0 notes", and said nothing of the notes right there."""
+    folder = tmp_path / "team-vault"
+    (folder / "memories" / "work").mkdir(parents=True)
+    (folder / "memories" / "work" / "deploys.md").write_text("Deploys happen on Tuesdays.\n")
+    env = {"HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "data"), "VAULTMEM_VAULT": ""}
+    result = run_process("reindex", cwd=folder / "memories", env=env)
+    assert f"{folder} holds notes but no .vaultmem/" in result.stderr and f"vaultmem init {folder}" in result.stderr
+    run_process("init", str(folder), env=env)
+    assert "holds notes" not in run_process("reindex", cwd=folder, env=env).stderr

@@ -29,13 +29,38 @@ def discover_root(explicit=None, cwd=None) -> str:
     if from_env:
         return os.path.realpath(os.path.expanduser(from_env))
     folder = os.path.realpath(os.fspath(cwd) if cwd else os.getcwd())
+    orphan = None  # the nearest folder with notes but no .vaultmem/ (deleted, or a copy without it)
     while True:
         if os.path.isdir(os.path.join(folder, STATE_DIR)):
             return folder
+        if orphan is None and _holds_notes(folder):
+            orphan = folder
         parent = os.path.dirname(folder)
         if parent == folder:
-            return str(default_vault_path())
+            default = str(default_vault_path())
+            if orphan is not None and not _warned.get(orphan):
+                _warned[orphan] = True  # (once a process: the hooks ask more than once)
+                import sys
+
+                print(f"vaultmem: warning: {orphan} holds notes but no {STATE_DIR}/ (deleted, or copied without "
+                      f"it): this command uses the default vault {default}; `vaultmem init {orphan}` makes that "
+                      "folder a vault again (its notes untouched), or give --vault", file=sys.stderr)
+            return default
         folder = parent
+
+
+_warned: dict[str, bool] = {}
+
+
+def _holds_notes(folder: str) -> bool:
+    """Whether `folder` looks like a vault that lost its state: a memories/ folder with a note."""
+    memories = os.path.join(folder, "memories")
+    if not os.path.isdir(memories):
+        return False
+    for _root, _dirs, files in os.walk(memories):
+        if any(name.endswith(".md") for name in files):
+            return True
+    return False
 
 
 def discover(explicit=None, cwd=None):
