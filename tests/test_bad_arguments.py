@@ -128,3 +128,21 @@ def test_a_usage_error_is_one_line_naming_the_command_and_its_help(vault_dir, ar
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and result.stderr.startswith(said)
     assert "--help` shows the syntax" in result.stderr
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda v: v.review(limit=-1), "limit -1 should be a whole number, 1 or more"),
+    (lambda v: v.review(limit="5"), "limit '5' should be a whole number"),
+    (lambda v: v.prompt(max_tokens=-5), "max_tokens -5 should be a whole number, 50 or more"),
+    (lambda v: v.recall("the wiki", kind="skillz"), "kind 'skillz' is neither memory nor skill"),
+    (lambda v: v.recall("the wiki", min_score=-3), "min_score -3 should be a number from 0 to 1"),
+    (lambda v: v.recall("the wiki", min_score="a"), "min_score 'a' should be a number from 0 to 1"),
+    (lambda v: v.grade_batch(["abc"]), "grade_batch takes \\(id, rating\\) pairs"),
+])
+def test_the_api_refuses_what_the_cli_refuses(vault_dir, call, named):
+    """Each was accepted (an empty answer: review(limit=-1) dropped the last note due) or a
+    TypeError/ValueError: a one-line BadInput naming the argument, as the CLI's options give."""
+    vault = Vault(vault_dir)
+    vault.add("The wiki lives at wiki.internal", "w")
+    with pytest.raises(BadInput, match=named):
+        call(vault)

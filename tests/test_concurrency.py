@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -72,3 +73,39 @@ def test_atomic_write_leaves_no_temp_files(run, vault_dir):
         run("grade", note["id"], "good")
     leftovers = [p for p in vault_dir.rglob("*") if p.name.endswith(".vaultmem-tmp")]
     assert leftovers == []
+
+
+def test_threads_sharing_a_fresh_vault_share_one_write_lock(vault_dir):
+    """Each thread that asked a fresh Vault for its write lock at the same moment could make its
+    own: one then held the lock while another's nested write took a second WriteLock of the
+    same process, found the file locked, and waited on itself for 60 s (LockTimeout). Asked by
+    eight threads at once, 200 times: one lock, one catalog, one ledger each time."""
+    import random
+    import threading
+
+    for _round in range(200):
+        vault = Vault(vault_dir)
+        start = threading.Barrier(8)
+        got = []
+
+        def ask():
+            start.wait()
+            time.sleep(random.random() / 2000)
+            got.append((vault.write_lock(), vault.catalog(refresh=False), vault.ledger))
+
+        threads = [threading.Thread(target=ask) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert len({id(lock) for lock, _c, _l in got}) == 1
+        assert len({id(catalog) for _w, catalog, _l in got}) == 1 and len({id(led) for _w, _c, led in got}) == 1
+
+
+def test_threads_sharing_one_vault_all_add(vault_dir, monkeypatch):
+    """Three threads adding through one fresh Vault: every add lands, none waits on its own process."""
+    monkeypatch.setenv("VAULTMEM_LOCK_WAIT", "10")
+    for round_ in range(5):
+        vault = Vault(vault_dir)
+        with ThreadPoolExecutor(3) as pool:
+            results = list(pool.map(lambda i: vault.add(f"Round {round_} thread {i} fact about widget w{i}", "work",
+                                                        merge=False, supersede=False), range(3)))
+        assert all(r.action == "added" for r in results)

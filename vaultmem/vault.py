@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -110,6 +111,7 @@ class Vault:
         self._catalog: Catalog | None = None
         self._refreshed = False
         self._write_lock = None
+        self._making = threading.RLock()  # one catalog, ledger and write lock however many threads ask at once
         self._ledger = None
         self._in_batch = False  # inside add_many: its checks search in-process, with vectors embedded ahead
         self._contests: dict[str, list[tuple[Note, str]]] = {}  # to mark contested: note id -> [(newer, reason)]
@@ -150,7 +152,9 @@ class Vault:
         if self._ledger is None:
             from vaultmem.store.ledger import Ledger
 
-            self._ledger = Ledger(self.state_dir / "ledger.jsonl", lambda: self.catalog(refresh=False).db)
+            with self._making:
+                if self._ledger is None:
+                    self._ledger = Ledger(self.state_dir / "ledger.jsonl", lambda: self.catalog(refresh=False).db)
         return self._ledger
 
     def record(self, op: str, note: Note, text: str | None, detail: dict | None = None) -> None:
@@ -189,8 +193,12 @@ class Vault:
         if self._write_lock is None:
             from vaultmem.store.lock import WriteLock
 
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            self._write_lock = WriteLock(self.state_dir / "write.lock")
+            # Made once: threads sharing this Vault that each made their own found the lock held
+            # by their own process (another WriteLock of it) and waited on themselves for 60 s.
+            with self._making:
+                if self._write_lock is None:
+                    self.state_dir.mkdir(parents=True, exist_ok=True)
+                    self._write_lock = WriteLock(self.state_dir / "write.lock")
         return self._write_lock
 
     # ------------------------------------------------------------ reading
@@ -232,8 +240,10 @@ class Vault:
         any process, are in it as soon as they are made.
         """
         if self._catalog is None:
-            self._catalog = Catalog(self.root, self.cache_dir / "catalog.sqlite", self.read_note,
-                                    self.config.max_note_bytes)
+            with self._making:
+                if self._catalog is None:
+                    self._catalog = Catalog(self.root, self.cache_dir / "catalog.sqlite", self.read_note,
+                                            self.config.max_note_bytes)
         if refresh and (fresh or full or not self._refreshed):
             self._catalog.refresh(full=full)
             self._refreshed = True
@@ -781,6 +791,8 @@ class Vault:
     def grade_batch(self, pairs: list[tuple[str, str]]) -> list[Note]:
         """Grade several notes; all or nothing on bad input (checked before any write)."""
         checked = []
+        if any(not isinstance(pair, (list, tuple)) or len(pair) != 2 for pair in pairs):
+            raise BadInput("grade_batch takes (id, rating) pairs, e.g. [(\"k3f9x2ab\", \"good\")]")
         for note_id, rating in pairs:
             note = self.get(note_id)
             _check_gradable(note)
@@ -1000,6 +1012,11 @@ class Vault:
         from vaultmem.search.engine import engine_for
 
         query = check_query(query)
+        if kind not in (None, "memory", "skill"):
+            raise BadInput(f"kind {kind!r} is neither memory nor skill")
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+                                      or not 0 <= min_score <= 1):
+            raise BadInput(f"min_score {min_score!r} should be a number from 0 to 1")
         return engine_for(self).recall(query, k, namespace, kind, recall_scope(include_hidden, history),
                                        min_score=min_score)
 
@@ -1007,12 +1024,14 @@ class Vault:
         """Notes due for confirmation, most at risk first."""
         from vaultmem.core.lifecycle import due_for_review
 
+        _check_count(limit, "limit", 1)
         return [n for n, _r in due_for_review(self.notes(), clock.now(), self.config)[:limit]]
 
     def prompt(self, max_tokens: int = 1500, namespace: str | None = None, core_only: bool = False) -> PromptBlock:
         """The context block for an agent's session start (prompt.py); `core_only`: L2 and L3 only."""
         from vaultmem.core.prompt import prompt_lines, render_prompt
 
+        _check_count(max_tokens, "max_tokens", 50)  # (the CLI's floor: less holds no line)
         lines = prompt_lines(self.notes(), clock.now(), self.config, namespace)
         return render_prompt([line for line in lines if line.section == "core"] if core_only else lines, max_tokens)
 
@@ -1128,6 +1147,13 @@ def _recomputed(note: Note, planned: DecayStep, now: datetime, config: Config, s
 
     step = decay_step(note, now, config, stale_after_days)
     return {k: v for k, v in (step.changes if step else {}).items() if k != "status" or v != "archived"}
+
+
+def _check_count(value, name: str, least: int) -> None:
+    """A whole number argument of at least `least`, as the CLI's option takes it (a negative
+    `limit` silently dropped the last item)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise BadInput(f"{name} {value!r} should be a whole number, {least} or more")
 
 
 def _check_gradable(note: Note) -> None:
