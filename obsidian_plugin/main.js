@@ -7922,6 +7922,7 @@ function grade(note, rating, now, config) {
   const lapses = note.lapses + (rating === "again" && note.state === "review" ? 1 : 0);
   let strength = idleDecay(note, now, config);
   if (rating === "good" || rating === "easy") strength = Math.min(1, strength + config.strength_reward);
+  else if (rating === "again") strength = Math.max(config.strength_floor, strength - config.strength_reward);
   let status = note.status;
   if (lapses > note.lapses && lapses >= config.leech_lapses) status = "suspended";
   else if (status === "stale") status = "active";

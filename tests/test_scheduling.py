@@ -50,7 +50,23 @@ def test_strength_rises_with_good_grades_and_caps_at_one(run):
     assert note["strength"] == 0.5
     strengths = [run.json("grade", note["id"], "good")["strength"] for _ in range(5)]
     assert strengths == [0.65, 0.8, 0.95, 1.0, 1.0]
-    assert run.json("grade", note["id"], "again")["strength"] == 1.0
+    assert run.json("grade", note["id"], "again")["strength"] == 0.85, "wrong: it weakens"
+
+
+@pytest.mark.real_model
+def test_a_memory_wrong_at_every_grade_weakens_and_ranks_below_a_right_one(run):
+    """Graded `again` every time it stays in learning (FSRS counts no lapse before a memory
+    graduates), so it is never suspended; it kept strength 0.5 and ranked level with a memory
+    that helped every time. Each `again` takes what a `good` gives, down to the floor."""
+    wrong = run.json("add", "The staging bastion is bastion-2.internal", "-n", "ops")
+    right = run.json("add", "The prod bastion is bastion-9.internal", "-n", "ops")
+    for day in range(1, 30, 2):
+        run("grade", wrong["id"], "again", now=f"2026-01-{day:02d}T09:00:00")
+        run("grade", right["id"], "good", now=f"2026-01-{day:02d}T09:00:00")
+    assert run.json("show", wrong["id"])["strength"] == 0.05 and run.json("show", right["id"])["strength"] == 1.0
+    hits = run.json("recall", "which bastion host", "--min-score", "0", now="2026-01-30T09:00:00")
+    order = [h["id"] for h in hits]
+    assert order.index(right["id"]) < order.index(wrong["id"])
 
 
 def test_leech_is_suspended_after_eight_lapses_and_left_out_of_recall(run):

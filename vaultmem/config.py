@@ -116,7 +116,7 @@ scheduling:
 
 strength:
   initial: 0.5     # strength of a new memory
-  reward: 0.15     # added for each good/easy grade (capped at 1.0)
+  reward: 0.15     # added for each good/easy grade (capped at 1.0), taken for each again (down to the floor)
   decay: 0.85      # multiplied in for each idle period without a grade
   idle_days: 7     # length of an idle period
   floor: 0.05      # strength never falls below this

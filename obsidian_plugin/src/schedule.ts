@@ -225,6 +225,7 @@ export function grade(note: Note, rating: Rating, now: number, config: Config): 
   const lapses = note.lapses + (rating === "again" && note.state === "review" ? 1 : 0);
   let strength = idleDecay(note, now, config);
   if (rating === "good" || rating === "easy") strength = Math.min(1.0, strength + config.strength_reward);
+  else if (rating === "again") strength = Math.max(config.strength_floor, strength - config.strength_reward); // wrong: weaker
   let status = note.status;
   if (lapses > note.lapses && lapses >= config.leech_lapses) status = "suspended"; // the lapse that reaches it
   else if (status === "stale") status = "active";

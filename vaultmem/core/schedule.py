@@ -80,6 +80,9 @@ def grade(note: Note, rating: Rating, now: datetime, config: Config) -> tuple[di
     strength, _ = idle_decay(note, now, config)
     if rating in ("good", "easy"):
         strength = min(1.0, strength + config.strength_reward)
+    elif rating == "again":  # it was wrong: it weakens as a good grade strengthens (once it never did, and
+        # a memory wrong at every grade, still learning, so never a lapse, ranked level with a right one)
+        strength = max(config.strength_floor, strength - config.strength_reward)
     status = note.status
     if lapses > note.lapses and lapses >= config.leech_lapses:
         status = "suspended"
