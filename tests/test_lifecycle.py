@@ -245,3 +245,13 @@ def test_a_superseded_memory_goes_to_the_archive_with_its_correction(run):
     assert run.json("show", new["id"])["status"] == "active" and run.json("show", old["id"])["status"] == "archived"
     run("restore", old["id"])
     assert run.json("show", old["id"])["status"] == "superseded", "restored as what it was: superseded"
+
+
+def test_archiving_a_correction_by_hand_takes_the_memory_it_corrected_with_it(run):
+    """As decay does: archived by hand, the correction left the wrong fact it replaced in
+    memories/, and `recall --history` answered with the wrong fact alone."""
+    old = run.json("add", "The API rate limit is 100 requests per minute", "-n", "api")
+    new = run.json("correct", old["id"], "The API rate limit is 200 requests per minute")
+    run("archive", new["id"])
+    assert run.json("show", old["id"])["path"].startswith("archive/")
+    assert run("recall", "API rate limit", "--history", "--json").stdout.strip() == "[]"

@@ -818,7 +818,21 @@ class Vault:
             return self._move_to_archive(note, {"status": "archived"}, reason)
 
         with self.write_lock():
-            return self._where_it_is_now(note_id, archive_found, "move")
+            archived = self._where_it_is_now(note_id, archive_found, "move")
+            self._archive_history(archived)
+            return archived
+
+    def _archive_history(self, note: Note) -> None:
+        """The memories `note` superseded (and those they superseded) go to archive/ with it, as
+        decay takes them (core/lifecycle.plan_decay): left in memories/, the old fact outlived its
+        archived correction, and `recall --history` answered with it alone."""
+        from vaultmem.core.lifecycle import history_of
+
+        for older in history_of(self.notes(include_hidden=True), [note.link]):
+            try:
+                self._move_to_archive(older, {"status": "archived"}, f"with {note.id}, which superseded it")
+            except (VaultmemError, FileNotFoundError):
+                continue  # moved or unreadable meanwhile: the next decay takes it
 
     def _where_it_is_now(self, note_id: str, act: Callable[[Note], T], verb: str) -> T:
         """`act` on the note as found now (caller holds the write lock); when a person moves

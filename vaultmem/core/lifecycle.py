@@ -91,16 +91,23 @@ def plan_decay(notes, now: datetime, config: Config, stale_after_days: float | N
     fact outlived the correction that replaced it: `recall --history` answered with it alone."""
     notes = list(notes)
     steps = [s for s in (decay_step(n, now, config, stale_after_days) for n in notes) if s is not None]
+    gone = [s.note.link for s in steps if s.archive] + [n.link for n in notes if n.status == "archived"]
+    return steps + [DecayStep(older, {"status": "archived"}, archive=True) for older in history_of(notes, gone)]
+
+
+def history_of(notes, links: list[str]) -> list[Note]:
+    """The superseded notes still outside archive/ that the notes named by `links` superseded,
+    and those they superseded, in turn: what goes to archive/ with them."""
     older_of: dict[str, list[Note]] = {}
     for note in notes:
         if note.status == "superseded" and note.superseded_by and not note.path.startswith("archive/"):
             older_of.setdefault(note.superseded_by, []).append(note)
-    gone = [s.note.link for s in steps if s.archive] + [n.link for n in notes if n.status == "archived"]
+    found, gone = [], list(links)
     while gone:
         for older in older_of.pop(gone.pop(), []):
-            steps.append(DecayStep(older, {"status": "archived"}, archive=True))
+            found.append(older)
             gone.append(older.link)
-    return steps
+    return found
 
 
 def due_for_review(notes, now: datetime, config: Config) -> list[tuple[Note, float | None]]:
