@@ -89,6 +89,10 @@ def test_a_vault_moved_away_under_an_open_vault_is_not_made_again_at_its_old_pat
         vault.add("The release is on Thursdays", "work")
     with pytest.raises((NotFound, BadInput)):
         vault.grade(note.id, "good")
+    # Reads say so too: they said "no note with id ..." or answered with an empty vault.
+    for read in (lambda: vault.get(note.id), lambda: vault.notes(), lambda: vault.review(), lambda: vault.prompt()):
+        with pytest.raises(NotFound, match="moved, renamed or deleted"):
+            read()
     assert not vault_dir.exists()
     assert Vault(moved).get(note.id).reps == 0
 

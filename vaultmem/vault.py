@@ -245,6 +245,9 @@ class Vault:
                     self._catalog = Catalog(self.root, self.cache_dir / "catalog.sqlite", self.read_note,
                                             self.config.max_note_bytes)
         if refresh and (fresh or full or not self._refreshed):
+            if not self.state_dir.is_dir():  # as a write says it (store/lock.py): not an empty vault
+                raise NotFound(f"{self.root} is no vault any more (its {STATE_DIR}/ folder is gone: moved, renamed "
+                               "or deleted); open the vault where it is now")
             self._catalog.refresh(full=full)
             self._refreshed = True
         return self._catalog
