@@ -153,6 +153,8 @@ CASES = [
     ("replaced-with-more-said-before", "We moved the docs from Confluence to Notion",
      "The docs live in Confluence under the ENG space", 0.5, U),
     ("switched-with-nothing-else-shared", "We switched from Yarn to Bun", "Our monorepo installs with Yarn", 0.5, U),
+    # one time written two ways is the same fact (it was superseded: "numbers differ: ten vs 10:00")
+    ("a-time-in-words", "the weekly sync is at ten on thursdays", "The weekly sync is at 10:00 on Thursdays", 0.9, D),
     # a label a note opens with is not what it says: the same fact again
     ("a-note-label", "Note: The VPN bill for May was 120 euros", "The VPN bill for May was 120 euros", 0.95, D),
     ("a-reminder-label", "Reminder - the VPN bill for May was 120 euros", "The VPN bill for May was 120 euros",

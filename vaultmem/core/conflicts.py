@@ -333,6 +333,11 @@ def _same_date(x: str, y: str) -> bool:
     return bool(pairs) and all(p == q for p, q in pairs)
 
 
+def _same_hour(t: _Tok, other: _Tok) -> bool:
+    """A whole hour as a number ("ten", "10") beside the same hour as a time ("10:00")."""
+    return t.kind == "num" and other.kind == "time" and t.key.isdigit() and other.key == f"{int(t.key):02d}:00"
+
+
 def _family(t: _Tok, other: _Tok) -> str:
     """What kind of value `t` is, beside the value `other` in its place: a bare number from 1900
     to 2099 reads as a year, but beside a plain number it is one too ("about 2000 requests"
@@ -632,6 +637,8 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         return Verdict("compatible", f"adds detail: {_show(extra)}")
     if len(vals_a) == len(vals_b) == 1 and not heavy_a and not heavy_b:
         x, y = vals_a[0], vals_b[0]
+        if _same_hour(x, y) or _same_hour(y, x):  # "at ten" / "at 10:00": one time written two ways
+            return Verdict("duplicate", f"the same time: {x.raw} / {y.raw}")
         fam_x, fam_y = _family(x, y), _family(y, x)
         if fam_x != fam_y:
             return Verdict("compatible", f"different details: {x.raw} / {y.raw}")
