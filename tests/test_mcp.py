@@ -15,7 +15,8 @@ from tests.conftest import run_process
 TOOLS = {
     "recall": {"query"}, "get": {"id"}, "list": set(), "add": {"text", "namespace"},
     "learn": {"title", "steps", "namespace"}, "grade": {"id", "rating"}, "review": set(), "prompt": set(),
-    "correct": {"id", "text"}, "why": {"ref"}, "update": {"id"}, "archive": {"id"}, "restore": {"id"},
+    "correct": {"id", "text"}, "resolve": {"id"}, "why": {"ref"}, "update": {"id"}, "archive": {"id"},
+    "restore": {"id"},
 }
 
 
@@ -205,6 +206,11 @@ def test_mcp_update_into_what_another_memory_contradicts_contests_them(vault_dir
         assert updated.structured_content["status"] == "active" and updated.structured_content["contested"]
         first = await session.call_tool("get", {"id": pnpm.structured_content["id"]})
         assert first.structured_content["status"] == "active" and first.structured_content["contested"]
+        # ... and an MCP agent can settle it (there was no resolve tool)
+        settled = await session.call_tool("resolve", {"id": pnpm.structured_content["id"]})
+        assert settled.structured_content["others"] == [other.structured_content["id"]]
+        loser = await session.call_tool("get", {"id": other.structured_content["id"]})
+        assert loser.structured_content["status"] == "superseded"
 
     log = run_session(vault_dir, tmp_path, body)
     assert "Traceback" not in log, log

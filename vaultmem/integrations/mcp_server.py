@@ -406,6 +406,18 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         it corrects, and marks the old one superseded (kept for history, no longer recalled)."""
         return tools.added(tools.vault.correct(id, text, reason=reason or None))
 
+    @tool("resolve", WRITE)
+    def resolve(
+        id: NoteId,
+        both: Annotated[bool, Field(description="True: every memory of the contest holds and none is superseded; "
+                                                "false (default): this one is right and supersedes the others.")]
+        = False,
+    ) -> dict[str, Any]:
+        """Settle a contest (memories marked contested: they may contradict each other): this memory
+        is right and supersedes the ones it was contested with, or with both=true they all hold.
+        Returns the ids of the other memories involved."""
+        return {"id": id, "others": tools.vault.resolve(id, both=both), "both": both}
+
     @tool("update", WRITE)
     def update(
         id: NoteId,
