@@ -150,3 +150,13 @@ def test_the_api_refuses_what_the_cli_refuses(vault_dir, call, named):
     vault.add("The wiki lives at wiki.internal", "w")
     with pytest.raises(BadInput, match=named):
         call(vault)
+
+
+def test_the_api_names_the_notes_it_cannot_read(vault_dir):
+    """The CLI warns of a note recall skipped and MCP lists it; an API caller got [] and nothing."""
+    vault = Vault(vault_dir)
+    note = vault.add("The wiki lives at wiki.internal", "w").note
+    path = vault_dir / note.path
+    path.write_text(path.read_text().replace("tags:", "tags: [unclosed", 1))
+    assert vault.recall("where is the wiki") == []
+    assert [p for p, _problem in vault.problems()] == [note.path]

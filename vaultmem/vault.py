@@ -266,6 +266,12 @@ class Vault:
             self._ledger.forget_connection()
         self._catalog, self._refreshed = None, False
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(path, problem) of each note file that does not parse (broken YAML, a merge conflict,
+        binary bytes, over the size limit): left out of `notes()` and `recall()`, which the CLI
+        and MCP say and an API caller learns here."""
+        return self.catalog(fresh=True).problems
+
     def notes(self, include_hidden: bool = False) -> list[Note]:
         """Every readable note; archived, suspended and superseded ones only with `include_hidden`."""
         notes = self.catalog(fresh=True).notes

@@ -193,7 +193,7 @@ def check_query(query) -> str:
     with exit 0, as if the vault had no answer)."""
     query = check_text(query, "the query")
     if not query.strip():
-        raise BadInput('the query is empty; give the words to look for, e.g. recall "staging database port"')
+        raise BadInput('the query is empty; give the words to look for, e.g. "staging database port"')
     return query
 
 
