@@ -157,7 +157,8 @@ def test_mcp_update_archive_restore(vault_dir, tmp_path):
         wrong_type = error_of(await session.call_tool("add", {"text": 5, "namespace": "work"}))  # one line
         assert wrong_type.startswith("bad input: add: text: ") and "pydantic" not in wrong_type
         token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-        assert "secret found" in error_of(await session.call_tool("update", {"id": note_id, "text": f"key {token}"}))
+        refused = error_of(await session.call_tool("update", {"id": note_id, "text": f"key {token}"}))
+        assert "secret found" in refused and "redact=True" in refused, "how to ask for masking over MCP too"
 
         archived = await session.call_tool("archive", {"id": note_id, "reason": "moved to the wiki"})
         assert archived.structured_content["status"] == "archived"

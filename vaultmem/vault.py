@@ -64,6 +64,8 @@ ARCHIVE_DIR = "archive"
 ID_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"  # 32 characters: _new_id takes 5 bits for each
 WRITE_RETRIES = 5
 ORIGINAL_ID = "original_id"  # an imported note's id in the store it came from (Vault.by_original_id)
+# How to ask for masking, in each of the ways in (an MCP agent was told of a --redact it cannot pass).
+REDACT_HINT = "Remove it, or ask for redaction (--redact; redact=True in the API and MCP)"
 # Looks for a note that moved while we looked (each look re-lists the folders that changed):
 # 3 lost half the grades of a note moved every 50 ms on a loaded machine, 8 none in 320 races.
 FIND_ATTEMPTS = 8
@@ -721,7 +723,7 @@ class Vault:
         if not findings:
             return text, []
         if not redact:
-            raise _refusal(field, findings, "Remove it, or pass --redact to store the text with it masked")
+            raise _refusal(field, findings, REDACT_HINT + " to store the text with it masked")
         return mask(text, findings), list(dict.fromkeys(f.kind for f in findings))
 
     def screen_names(self, **fields: str | None) -> None:
@@ -738,7 +740,7 @@ class Vault:
         for tag in tags:
             findings = self._secrets_in(tag)
             if findings and not redact:
-                raise _refusal("tags", findings, "Remove that tag, or pass --redact to leave it out")
+                raise _refusal("tags", findings, REDACT_HINT.replace("it,", "that tag,", 1) + " to leave it out")
             kinds += [f.kind for f in findings]
             if not findings:
                 kept.append(tag)
