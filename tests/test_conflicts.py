@@ -153,6 +153,10 @@ CASES = [
     ("replaced-with-more-said-before", "We moved the docs from Confluence to Notion",
      "The docs live in Confluence under the ENG space", 0.5, U),
     ("switched-with-nothing-else-shared", "We switched from Yarn to Bun", "Our monorepo installs with Yarn", 0.5, U),
+    # ... and when what is given up and taken are ordinary words (lowercase tools, frequencies)
+    ("switched-between-lowercase-tools", "We switched the docs build from make to ninja",
+     "The docs build runs with make", 0.6, C),
+    ("moved-from-weekly-to-daily", "We moved the retro from weekly to biweekly", "The retro is weekly", 0.6, C),
     # one time written two ways is the same fact (it was superseded: "numbers differ: ten vs 10:00")
     ("a-time-in-words", "the weekly sync is at ten on thursdays", "The weekly sync is at 10:00 on Thursdays", 0.9, D),
     # a label a note opens with is not what it says: the same fact again

@@ -394,17 +394,19 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     """"We moved CI from Jenkins to GitHub Actions" against "Our CI runs on Jenkins": the new
     text gives up exactly the value the old one asserts and names one in its place, on
     shared context, with at most one other word differing on a side: a clean update."""
-    given_up = {t.key: t for t in a.toks if t.out and t.kind not in ("word", "stop")}
+    given_up = {t.key: t for t in a.toks if t.out and t.kind != "stop"}
     old = [t for t in only_b if t.key not in given_up]
     dropped = [t for t in b.content if t.key in given_up]
-    taken = [t for t in only_a if t.kind != "word"]
+    taken = [t for t in only_a if t.kind != "word"] or _named_in_place(a, only_a)
     if not dropped or len(taken) != 1 or a.neg % 2 != b.neg % 2 or a.hedged or b.hedged:
         return None
     family = FAMILY.get(taken[0].kind, taken[0].kind)
-    if family != FAMILY.get(dropped[0].kind, dropped[0].kind):
+    if family != FAMILY.get(dropped[0].kind, dropped[0].kind) and not (
+            taken[0].kind == "word" and dropped[0].kind in ("word", "name", "weak")):  # "from npm to pnpm"
         return None
+    family = FAMILY.get(dropped[0].kind, dropped[0].kind) if dropped[0].kind != "word" else "code"  # ("values")
     context = [t for t in shared if t.kind in ("word", "name") and t.key not in LIGHT]  # ("CI" is a name)
-    heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT]
+    heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT and t is not taken[0]]
     more = [t for t in old if t.kind != "word" or t.key not in LIGHT]
     reason = f"{LABEL[family]} replaced: {dropped[0].raw} -> {taken[0].raw}"
     if len(heavy_a) > 1:
@@ -416,6 +418,21 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
         said = f"; the older one says more: {_show(more)}" if more else "; nothing else shared"
         return Verdict("unclear", reason + said, slot=True)
     return Verdict("conflict", reason, slot=True)
+
+
+def _named_in_place(p: _Parsed, only: list[_Tok]) -> list[_Tok]:
+    """The word a replacement names in place of what it gives up, when it is an ordinary word
+    ("switched from npm to pnpm", "moved from weekly to daily"): the first content word after
+    "to", "with" or "by" that follows the word given up, if the other text lacks it."""
+    toks = p.toks
+    start = next((i for i, t in enumerate(toks) if t.out), None)
+    if start is None:
+        return []
+    for i in range(start + 1, len(toks) - 1):
+        if toks[i].kind == "stop" and toks[i].key in ("to", "with", "by"):
+            nxt = next((u for u in toks[i + 1:] if _content(u)), None)
+            return [nxt] if nxt is not None and nxt in only else []
+    return []
 
 
 def _numbered_subject(t: _Tok, p: _Parsed) -> bool:
