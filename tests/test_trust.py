@@ -424,6 +424,24 @@ def test_resolve_keeps_one_side_of_a_contest_or_both(run, vault_dir):
     run("verify", "--strict")
 
 
+def test_resolve_can_settle_one_pair_of_a_contest_and_leave_the_rest(run, vault_dir):
+    """A memory contested with three others, one of them about the same thing: resolving it
+    superseded all three (the other two were about other things). Named, only that one goes."""
+    keep = run.json("add", "The ledger service runs in Lisbon on 4 servers", "-n", "infra")
+    others = [run.json("add", f"The ledger service runs in {city} on {n} servers", "-n", "infra")
+              for city, n in (("Porto", 6), ("Braga", 2), ("Faro", 3))]
+    contested = {o["id"] for o in others if keep["id"] in o["contested"]}
+    assert len(contested) >= 2
+    gone, kept = sorted(contested)[0], sorted(contested)[1:]
+    assert run.json("resolve", keep["id"], gone)["others"] == [gone]
+    assert run.json("show", gone)["status"] == "superseded"
+    assert all(run.json("show", other)["status"] == "active" for other in kept)
+    assert run.json("show", keep["id"])["contested"], "still contested with the ones not named"
+    unrelated = run.json("add", "The office plants are watered on Fridays", "-n", "infra")
+    refused = run("resolve", keep["id"], unrelated["id"], expect=2)
+    assert f"{keep['id']} is not contested with {unrelated['id']}" in refused.output
+
+
 def test_conflicts_preview_matches_what_add_then_does(run, vault_dir):
     fridays = run.json("add", "The team deploys on Fridays", "-n", "work")
     tuesdays = run.json("add", "The team deploys on Tuesdays", "-n", "work", "--no-supersede")

@@ -1072,12 +1072,12 @@ class Vault:
         self.screen_names(reason=reason)
         return correct(self, note_id, text, reason, session=session, project=project)
 
-    def resolve(self, keep_id: str, both: bool = False) -> list[str]:
-        """Settle a contest: `keep_id` supersedes the memories it was contested with, or
-        with `both` they all hold; returns the other ids (corrections.py)."""
+    def resolve(self, keep_id: str, both: bool = False, only: Iterable[str] = ()) -> list[str]:
+        """Settle a contest: `keep_id` supersedes the memories it was contested with (those in
+        `only`, when given), or with `both` they all hold; returns the other ids (corrections.py)."""
         from vaultmem.ops.corrections import resolve
 
-        return resolve(self, keep_id, both)
+        return resolve(self, keep_id, both, tuple(only))
 
     def why(self, ref: str) -> dict:
         """Where a memory came from: its source, the evidence that promoted it,

@@ -79,16 +79,21 @@ def correct(note_id, text, reason, session, out, vault_path):
 
 @click.command()
 @click.argument("note_id")
+@click.argument("others", nargs=-1)
 @click.option("--both", is_flag=True, help="Both hold: clear the contest, supersede nothing.")
 @common
-def resolve(note_id, both, out, vault_path):
+def resolve(note_id, others, both, out, vault_path):
     """Settle a contested memory: NOTE_ID is right and supersedes the memories it was
-    contested with (or, with --both, they can all be true).
+    contested with (or, with --both, they can all be true). Name OTHERS to settle the
+    contest with those alone, leaving the rest as they are.
 
-    Example: vaultmem resolve k3x9a2bq
+    \b
+    Examples:
+      vaultmem resolve k3x9a2bq
+      vaultmem resolve k3x9a2bq m7p2qz4d --both
     """
     vault = _vault(vault_path)
-    others = vault.resolve(note_id, both)
+    others = vault.resolve(note_id, both, only=others)
     listed = ", ".join(others)
     human = (f"{note_id} and {listed} all hold; no longer contested" if both
              else f"{note_id} kept; superseded: {listed}")

@@ -412,11 +412,13 @@ def build_server(vault) -> tuple[MCPServer, VaultTools]:
         both: Annotated[bool, Field(description="True: every memory of the contest holds and none is superseded; "
                                                 "false (default): this one is right and supersedes the others.")]
         = False,
+        others: Annotated[list[str] | None, Field(description="Settle the contest with these memories only "
+                                                              "(ids); omit for all it is contested with.")] = None,
     ) -> dict[str, Any]:
         """Settle a contest (memories marked contested: they may contradict each other): this memory
         is right and supersedes the ones it was contested with, or with both=true they all hold.
         Returns the ids of the other memories involved."""
-        return {"id": id, "others": tools.vault.resolve(id, both=both), "both": both}
+        return {"id": id, "others": tools.vault.resolve(id, both=both, only=others or ()), "both": both}
 
     @tool("update", WRITE)
     def update(

@@ -262,10 +262,12 @@ def _carry_contests(vault, wrong: Note, correction: Note) -> None:
                       detail={"with": [other.id for other in others], "reason": f"carried from {wrong.id}"})
 
 
-def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
+def resolve(vault, keep_id: str, both: bool = False, only: tuple[str, ...] = ()) -> list[str]:
     """Settle a contested memory: `keep_id` is right and supersedes the memories it
-    was contested with, or (`both`) they all hold and nothing is superseded.
-    Returns the ids of the other memories involved."""
+    was contested with, or (`both`) they all hold and nothing is superseded. `only`: settle
+    the contest with these memories alone (ids or file names), leaving its others as they
+    are (a memory contested with six others that are about other things). Returns the ids
+    of the other memories involved."""
     now = clock.now()
     with vault.write_lock():
         keep = vault.get(keep_id)
@@ -275,6 +277,12 @@ def resolve(vault, keep_id: str, both: bool = False) -> list[str]:
         by_link = {n.link: n for n in notes}
         others = {by_link[link].id: by_link[link] for link in keep.contested_with if link in by_link}
         others.update({n.id: n for n in notes if keep.link in n.contested_with and n.id != keep.id})
+        if only:
+            named = {vault.get(ref).id for ref in only}
+            if named - others.keys():
+                raise BadInput(f"{keep.id} is not contested with {', '.join(sorted(named - others.keys()))}; "
+                               f"it is with {', '.join(sorted(others)) or 'none'}")
+            others = {note_id: note for note_id, note in others.items() if note_id in named}
 
         def without(links: tuple[str, ...], link: str) -> dict:
             rest = tuple(x for x in links if x != link)
