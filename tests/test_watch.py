@@ -15,6 +15,7 @@ import time
 import pytest
 
 from vaultmem.service.client import ask, socket_path
+from vaultmem.vault import Vault
 
 from .conftest import run_process
 
@@ -303,3 +304,24 @@ def test_a_folder_deleted_or_moved_away_has_its_notes_recorded_as_gone(vault_dir
         wait_until(lambda: gone() == 3)
     result = Vault(vault_dir).verify(record=False)
     assert result["changes"] == [] and result["tampering"] == []
+
+
+def test_the_watcher_takes_a_config_edited_while_it_runs(vault_dir, capsys):
+    """It kept the settings it started with while every other process read the new ones (a hook
+    failed on a bad value the watcher went on ignoring). Now a readable change takes effect and
+    an unreadable one is named, keeping the settings it had."""
+    from vaultmem.service.watch import follow_config
+
+    vault = Vault(vault_dir)
+    clocks: dict = {}
+    follow_config(vault, clocks)  # the config as the watcher starts
+    config = vault_dir / ".vaultmem" / "config.yaml"
+    config.write_text("recall:\n  top_k: 3\n")
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 10_000_000))
+    follow_config(vault, clocks)
+    assert vault.config.recall_top_k == 3 and "in effect now" in capsys.readouterr().out
+    config.write_text("recall:\n  top_k: -5\n")
+    os.utime(config, ns=(config.stat().st_atime_ns, config.stat().st_mtime_ns + 20_000_000))
+    follow_config(vault, clocks)
+    assert vault.config.recall_top_k == 3
+    assert "recall.top_k should be from 1 to 1000" in capsys.readouterr().out

@@ -218,8 +218,33 @@ def _turn(engine, collector: ChangeCollector, clocks: dict, on_update) -> None:
             pass
     elif now - clocks["cache check"] > CACHE_CHECK_EVERY:
         clocks["cache check"] = now
+        follow_config(engine.vault, clocks)
         if engine.follow_replaced_caches() == REOPENED and on_update:  # a reindex elsewhere, done
             on_update("reopened", engine.reopened)
+
+
+def follow_config(vault, clocks: dict) -> None:
+    """A config.yaml edited while the watcher runs takes effect (it kept the settings it started
+    with, while every other process read the new ones); one that cannot be read is named in the
+    log, and the settings it had stay. (A new `recall.model` needs a restart of the watcher.)"""
+    from vaultmem.config import load_config
+    from vaultmem.errors import BadInput
+
+    path = vault.state_dir / "config.yaml"
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None
+    if clocks.setdefault("config", stamp) == stamp:
+        return
+    clocks["config"] = stamp
+    try:
+        vault.config = load_config(path)
+    except BadInput as exc:
+        print(f"vaultmem watch: config.yaml changed but cannot be used: {exc}; keeping the settings it had",
+              flush=True)
+        return
+    print("vaultmem watch: config.yaml changed: its settings are in effect now", flush=True)
 
 
 def exit_when_idle(handle, seconds: float, stop_event: threading.Event):
