@@ -25,12 +25,17 @@ numpy, nothing else from vaultmem (the caller does retrieval and embeddings).
    Negation cues (not, n't, no, never, no longer, without, stopped, "used to"; не, нет,
    без, никогда) and antonyms (dislikes = not likes) set a polarity; the value after
    "instead of", "rather than", "switched from" is not asserted.
+   A replacement giving up the value the old text asserts and naming one in its place
+   ("moved CI from Jenkins to GitHub Actions", "switched from npm to pnpm"): conflict when
+   little else differs, unclear when the old text says more (checked before 2).
 2. Under half of the smaller side's content words, or under a third of the larger
    side's, shared and similarity < 0.8: compatible.
 3. Same words swapped around over/than/from/to: unclear.
 4. Polarity differs: conflict if nothing else differs, else unclear (compatible when
    ordinary words differ as in 7).
-5. Nothing differs: duplicate. Only one side adds words: a qualifier (except, only,
+5. Nothing differs: duplicate, unless the negation moved to another word ("use pnpm,
+   never npm" / "use npm, never pnpm") or two words traded places around a third (not
+   when one side is passive): unclear. Only one side adds words: a qualifier (except, only,
    sometimes) -> unclear; one word at similarity >= 0.85 -> duplicate; else compatible.
 6. The slot: one value differs on each side, same kind, same neighbour left or right:
    conflict; but a name after an additive verb (likes, speaks, visited) is compatible, a
@@ -642,7 +647,7 @@ def classify(new: str, old: str, similarity: float) -> Verdict:
         if denied_a != denied_b:  # "use pnpm, never npm" / "use npm, never pnpm"
             return Verdict("unclear", f"the negation moved: {' '.join(denied_a) or '-'} vs {' '.join(denied_b) or '-'}")
         swapped = None if _passive(a) != _passive(b) else _swapped(a, b)
-        if swapped:  # "use pnpm, never npm" / "use npm, never pnpm": the same words, roles exchanged
+        if swapped:  # "db1 is the primary and db2 the replica" / "db2 ... and db1 ...": roles exchanged
             return Verdict("unclear", f"same words, {swapped[0]} and {swapped[1]} exchanged around {swapped[2]}")
         return Verdict("duplicate", "same content words")
     if not diff_a or not diff_b:
