@@ -255,3 +255,16 @@ def test_archiving_a_correction_by_hand_takes_the_memory_it_corrected_with_it(ru
     run("archive", new["id"])
     assert run.json("show", old["id"])["path"].startswith("archive/")
     assert run("recall", "API rate limit", "--history", "--json").stdout.strip() == "[]"
+
+
+def test_an_edit_makes_a_stale_note_active_again_as_a_grade_does(run, vault_dir):
+    """The lifecycle's rule (a grade or an edit makes a stale note active again) did not hold for
+    an edit: MCP `update` of a stale note's text left it stale."""
+    from vaultmem.ops.corrections import edit
+    from vaultmem.vault import Vault
+
+    note = run.json("add", "The old build server is jenkins-01", "-n", "infra")
+    run("decay", now=days_after(31))
+    assert run.json("show", note["id"])["status"] == "stale"
+    after = edit(Vault(vault_dir), note["id"], text="The old build server is jenkins-02")
+    assert after.status == "active"

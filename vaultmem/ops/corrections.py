@@ -354,6 +354,8 @@ def edit(vault, note_id: str, text: str | None = None, tags=None, redact: bool =
             changes["tags"] = clean
         if masked:
             changes["redacted"] = True
+        if note.status == "stale":  # an edit is a touch, as a grade is (core/lifecycle.py): in use again
+            changes["status"] = "active"
         return changes
 
     detail = {"fields": [name for name, value in (("text", body), ("tags", clean)) if value is not None]}
