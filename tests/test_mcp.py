@@ -97,6 +97,9 @@ def test_mcp_tools_over_stdio(vault_dir, tmp_path):
         missing = await session.call_tool("get", {"id": "nosuchid"})
         message = error_of(missing)
         assert "not found" in message and "nosuchid" in message
+        assert "the list tool shows the ids" in message and "vaultmem list" not in message, "tools, not CLI"
+        no_steps = error_of(await session.call_tool("learn", {"title": "Ship", "steps": " ", "namespace": "work"}))
+        assert "the steps argument" in no_steps and "--steps" not in no_steps
         assert "must be between" in error_of(await session.call_tool("recall", {"query": "x", "k": 0}))
         assert "namespace" in error_of(await session.call_tool("add", {"text": "x", "namespace": ""}))
         token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -50,6 +50,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import threading
 from typing import Annotated, Any
@@ -154,11 +155,24 @@ _KINDS = ((SecretFound, "secret found"), (NotFound, "not found"), (NoteError, "b
           (ConflictError, "conflict, try again"), (ModelUnavailable, "model unavailable"), (BadInput, "bad input"))
 
 
+# vaultmem's messages name CLI commands and flags; an agent over MCP calls tools instead.
+_AS_TOOLS = ("recall", "get", "list", "add", "learn", "grade", "review", "prompt", "correct", "resolve", "update",
+             "archive", "restore", "why")
+_CLI_COMMAND = re.compile(r"`vaultmem (\w+)[^`]*`|\bvaultmem (list) ")
+_CLI_FLAG = re.compile(r'--(steps|trigger|outcome|lessons|namespace|tags|redact)\b')
+
+
+def _for_tools(text: str) -> str:
+    """A message with its CLI commands and flags told as this server's tools and arguments."""
+    text = _CLI_COMMAND.sub(lambda m: f"the {m[1] or m[2]} tool " if (m[1] or m[2]) in _AS_TOOLS else m[0], text)
+    return _CLI_FLAG.sub(lambda m: f"the {m[1]} argument", text).replace("tool  ", "tool ")
+
+
 def error_text(exc: BaseException) -> str:
     """The one line an agent reads for a failed call."""
     if isinstance(exc, VaultmemError):
         kind = next((word for cls, word in _KINDS if isinstance(exc, cls)), "refused")
-        return f"{kind}: {' '.join(str(exc).split())}"
+        return f"{kind}: {_for_tools(' '.join(str(exc).split()))}"
     return f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
