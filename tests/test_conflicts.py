@@ -159,6 +159,9 @@ CASES = [
     ("moved-from-weekly-to-daily", "We moved the retro from weekly to biweekly", "The retro is weekly", 0.6, C),
     # one time written two ways is the same fact (it was superseded: "numbers differ: ten vs 10:00")
     ("a-time-in-words", "the weekly sync is at ten on thursdays", "The weekly sync is at 10:00 on Thursdays", 0.9, D),
+    # weekdays in Spanish, French, German and Italian are days (it was "unclear": two words)
+    ("a-spanish-weekday-moved", "El coro ensaya los jueves", "El coro ensaya los miércoles", 0.9, C),
+    ("a-french-weekday-moved", "La chorale répète le jeudi", "La chorale répète le mardi", 0.9, C),
     # a label a note opens with is not what it says: the same fact again
     ("a-note-label", "Note: The VPN bill for May was 120 euros", "The VPN bill for May was 120 euros", 0.95, D),
     ("a-reminder-label", "Reminder - the VPN bill for May was 120 euros", "The VPN bill for May was 120 euros",

@@ -119,6 +119,12 @@ MONTHS = {m: i + 1 for i, m in enumerate(_ws("january february march april may j
 MONTHS |= {m[:3]: i for m, i in list(MONTHS.items()) if m not in ("march", "may")} | {"sept": 9}
 WEEKDAYS = _ws("monday tuesday wednesday thursday friday saturday sunday")
 RU_DAYS = dict(zip(_ws("понедельник вторник сред четверг пятниц суббот воскресень"), WEEKDAYS))
+# Weekdays in the other languages vaultmem's users write in most ("los jueves" / "los miércoles" was
+# "unclear": two words, not two days): Spanish, French, German, Italian.
+OTHER_DAYS = {word: day for words in (
+    "lunes martes miércoles jueves viernes sábado domingo", "lundi mardi mercredi jeudi vendredi samedi dimanche",
+    "montag dienstag mittwoch donnerstag freitag samstag sonntag",
+    "lunedì martedì mercoledì giovedì venerdì sabato domenica") for word, day in zip(_ws(words), WEEKDAYS)}
 _MONTH_RE = (r"(?:(?i:january|february|april|june|july|august|september|october|november|december|jan|feb|apr|jun|jul"
              r"|aug|sept?|oct|nov|dec)|May|March|MAY|MARCH)")
 _TOKEN = re.compile(
@@ -211,7 +217,8 @@ def _value(lw: str, raw: str) -> _Tok | None:
     if lw in MONTHS and (raw[0].isupper() or lw not in ("may", "march")):
         return _Tok(f"????-{MONTHS[lw]:02d}-??", "date", raw)
     day = (lw.rstrip("s") if lw.rstrip("s") in WEEKDAYS
-           else next((v for k, v in RU_DAYS.items() if lw.startswith(k)), ""))
+           else OTHER_DAYS.get(lw) or OTHER_DAYS.get(lw.removesuffix("s"))
+           or next((v for k, v in RU_DAYS.items() if lw.startswith(k)), ""))
     if day:
         return _Tok(day, "day", raw)
     return _Tok(lw, "code", raw) if any(c.isdigit() for c in lw) else None
