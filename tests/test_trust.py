@@ -559,3 +559,15 @@ def test_a_log_read_from_its_end_gives_every_line_whatever_the_block(tmp_path, b
         if lines[-1] == b"":
             lines.pop()
         assert list(lines_from_end(path, block)) == lines[::-1]
+
+
+def test_verify_names_an_id_two_files_share(run, vault_dir):
+    """A note copied by hand: health listed the shared id, verify said "every note matches its
+    record" (the ledger's records of that id cannot say which file they vouch for)."""
+    note = run.json("add", "The VPN endpoint is vpn.example.org", "-n", "net")
+    source = vault_dir / note["path"]
+    (source.parent / "copy-of-vpn.md").write_bytes(source.read_bytes())
+    result = json.loads(run("verify", "--strict", "--json", expect=4).stdout)
+    assert [c["kind"] for c in result["changes"] if c["id"] == note["id"]] == ["duplicate id"]
+    (source.parent / "copy-of-vpn.md").unlink()
+    run("verify", "--strict")

@@ -62,7 +62,7 @@ class LedgerState:
 
 @dataclass(frozen=True)
 class Problem:
-    kind: str  # "break", "torn", "unrecorded edit", "untracked note", "missing note", "unreadable note"
+    kind: str  # "break", "torn", "unrecorded edit", "untracked note", "missing note", "unreadable note", "duplicate id"
     where: str  # "ledger.jsonl line 12" or the note's path
     detail: str
     note_id: str = ""  # the note concerned (none for a break)
