@@ -268,3 +268,18 @@ def test_an_edit_makes_a_stale_note_active_again_as_a_grade_does(run, vault_dir)
     assert run.json("show", note["id"])["status"] == "stale"
     after = edit(Vault(vault_dir), note["id"], text="The old build server is jenkins-02")
     assert after.status == "active"
+
+
+def test_decay_of_many_notes_lists_a_page_and_counts_the_rest(run):
+    """A weekly decay of a big vault weakens thousands of notes: it printed a line for each (5,507
+    at 10k). It lists status changes first, DECAY_ROWS lines in all, then how many more."""
+    from vaultmem.cli.main import DECAY_ROWS
+    from vaultmem.vault import Vault
+
+    vault = Vault(run.vault_dir)
+    vault.add_many([{"text": f"Fact number {i} about subsystem s{i}", "namespace": "bulk", "merge": False,
+                     "supersede": False} for i in range(DECAY_ROWS + 15)])
+    said = run("decay", now=days_after(14)).output
+    assert said.startswith(f"changed {DECAY_ROWS + 15} notes (0 archived, 0 stale, {DECAY_ROWS + 15} weaker only)")
+    assert "... and 15 more (--json lists every change)" in said
+    assert len(run.json("decay", "--dry-run", now=days_after(21))["changes"]) == DECAY_ROWS + 15

@@ -509,6 +509,9 @@ def prompt(max_tokens, namespace, core_only, out, vault_path):
     out.emit(block.to_dict(clock_now(), vault.config), block.said(max_tokens))
 
 
+DECAY_ROWS = 40  # notes `decay` lists; --json has them all
+
+
 @cli.command()
 @click.option("--days", type=Number(0), default=None,
               help="Mark stale what was untouched this many days (default: lifecycle.stale_after_days).")
@@ -534,10 +537,20 @@ def decay(days, dry_run, by, out, vault_path):
     data = [{"id": s.note.id, "path": s.note.path, "archive": s.archive,
              "changes": {k: (format_datetime(v) if isinstance(v, datetime) else v) for k, v in s.changes.items()}}
             for s in steps]
+    # Status changes first (what a person acts on), then the notes that only weakened; a weekly
+    # decay of a big vault weakens thousands, which filled the terminal: DECAY_ROWS of them, then a count.
+    ordered = sorted(steps, key=lambda s: (not s.archive, s.changes.get("status") != "stale", s.note.path))
     rows = [[s.note.id, f"{s.note.strength:.2f} -> {s.changes.get('strength', s.note.strength):.2f}",
-             s.note.status + " -> " + s.changes.get("status", s.note.status), _short(s.note.title, 50)] for s in steps]
+             s.note.status + " -> " + s.changes.get("status", s.note.status), _short(s.note.title, 50)]
+            for s in ordered[:DECAY_ROWS]]
     verb = "would change" if dry_run else "changed"
-    human = f"{verb} {len(steps)} notes" + ("\n" + _table(rows, ["ID", "STRENGTH", "STATUS", "TITLE"]) if rows else "")
+    archived = sum(s.archive for s in steps)
+    stale = sum(s.changes.get("status") == "stale" for s in steps)
+    human = f"{verb} {len(steps)} notes" + (f" ({archived} archived, {stale} stale, {len(steps) - archived - stale} "
+                                            "weaker only)" if steps else "")
+    human += ("\n" + _table(rows, ["ID", "STRENGTH", "STATUS", "TITLE"]) if rows else "")
+    if len(steps) > DECAY_ROWS:
+        human += f"\n... and {len(steps) - DECAY_ROWS} more (--json lists every change)"
     out.emit({"dry_run": dry_run, "changes": data}, human)
 
 
