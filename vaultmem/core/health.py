@@ -24,6 +24,16 @@ def instruction_warnings(notes: Sequence[Note]) -> list[dict]:
     return sorted(found, key=lambda w: w["path"])
 
 
+def shared_ids(notes: Sequence[Note]) -> dict[str, list[str]]:
+    """Each id more than one file holds (a note copied by hand), with those files' paths, in
+    order: health lists them, and verify, whose records of such an id cannot say which file they
+    vouch for."""
+    paths: dict[str, list[str]] = {}
+    for note in notes:
+        paths.setdefault(note.id, []).append(note.path)
+    return {note_id: sorted(held) for note_id, held in sorted(paths.items()) if len(held) > 1}
+
+
 def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], now: datetime, config: Config,
                   ledger: dict | None = None, recall: dict | None = None) -> dict:
     """Counts, queues and problems of the vault's `notes`; `unreadable` is (path, problem) for the files
@@ -32,12 +42,9 @@ def health_report(notes: Sequence[Note], unreadable: Sequence[tuple[str, str]], 
     visible = [n for n in notes if not n.is_hidden]
     problems = [{"path": path, "problem": problem} for path, problem in unreadable]
 
-    ids = Counter(n.id for n in notes)
-    for note_id, count in sorted(ids.items()):
-        if count > 1:
-            paths = sorted(n.path for n in notes if n.id == note_id)
-            problems.append({"path": paths[0], "problem": f"id {note_id!r} is used by {count} files "
-                             f"({', '.join(paths)}); give all but one a new id"})
+    for note_id, paths in shared_ids(notes).items():
+        problems.append({"path": paths[0], "problem": f"id {note_id!r} is used by {len(paths)} files "
+                         f"({', '.join(paths)}); give all but one a new id"})
     for note in notes:
         in_archive = note.path.startswith("archive/")
         if in_archive != (note.status == "archived"):

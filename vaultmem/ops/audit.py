@@ -97,15 +97,11 @@ def _shared_ids(notes) -> list:
     """One id in two files (a note copied by hand): the ledger's records of that id cannot say
     which file they vouch for, so verify does not call every note matched ("ok" with two files
     of one id, while health listed them)."""
-    from collections import Counter
-
+    from vaultmem.core.health import shared_ids
     from vaultmem.store.ledger import Problem
 
-    counts = Counter(note.id for note in notes)
     return [Problem("duplicate id", paths[0], f"{note_id} is the id of {len(paths)} files ({', '.join(paths)}); "
-                    "give all but one a new id", note_id)
-            for note_id, paths in ((note_id, sorted(n.path for n in notes if n.id == note_id))
-                                   for note_id, count in sorted(counts.items()) if count > 1)]
+                    "give all but one a new id", note_id) for note_id, paths in shared_ids(notes).items()]
 
 
 def ledger_tampering(vault, changes) -> list[str]:
