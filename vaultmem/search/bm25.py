@@ -321,7 +321,7 @@ class Bm25Index:
         """
         from whoosh import query as q
 
-        terms = list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
+        terms = query_terms(query)
         if not terms:
             return []
         searcher = self._current_searcher()
@@ -339,19 +339,14 @@ class Bm25Index:
             clauses = [q.Term(field, term) for field in SEARCH_FIELDS for term in terms]
             results = searcher.search(q.Or(clauses), limit=limit, filter=allow, mask=exclude)
             top = [(hit.docnum, float(hit.score)) for hit in results]
-        weights = _term_weights(searcher, stats, terms)
-        total = sum(weights.values())
-        held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
-        return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
-                for docnum, score in top]
-
+        return _with_coverage(searcher, stats, terms, top)
 
     def scores_of(self, query: str, paths: list[str]) -> list[tuple[str, float, float]]:
         """`search`'s (path, BM25 score, coverage) for the notes at `paths` that hold a query term,
         whatever their rank: a note the embeddings found ranks below BM25's top N when other
         notes repeat a query word (in a tag), and without its BM25 score it fused as if it held
         none of the query's words."""
-        terms = list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
+        terms = query_terms(query)
         searcher = self._current_searcher()
         if not terms or searcher is None or not paths:
             return []
@@ -369,11 +364,17 @@ class Bm25Index:
                                          BM25_K1, keep)
         if top is None:
             return []  # postings this module cannot read: they keep what `search` gave them
-        weights = _term_weights(searcher, self._statistics(searcher), terms)
-        total = sum(weights.values())
-        held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
-        return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
-                for docnum, score in top]
+        return _with_coverage(searcher, self._statistics(searcher), terms, top)
+
+
+def _with_coverage(searcher, stats, terms: list[str], top: list[tuple[int, float]]) -> list[tuple[str, float, float]]:
+    """(path, score, coverage) of scored documents: the IDF-weighted share of the query's terms
+    each holds (search's and scores_of's answer)."""
+    weights = _term_weights(searcher, stats, terms)
+    total = sum(weights.values())
+    held = _terms_held(searcher, [docnum for docnum, _score in top], terms)
+    return [(searcher.stored_fields(docnum)["path"], score, sum(weights[t] for t in held[docnum]) / total)
+            for docnum, score in top]
 
 
 def _terms_held(searcher, docnums: list[int], terms: list[str]) -> dict[int, set[str]]:
@@ -422,6 +423,11 @@ def _weighting():
 
 
 @lru_cache(maxsize=1)
+def query_terms(query: str) -> list[str]:
+    """A query's distinct terms, in order, as search reads them."""
+    return list(dict.fromkeys(t.text for t in _query_analyzer()(query)))
+
+
 def _query_analyzer():
     """How a query's words are read (and the words of notes compared with them by hand): as the
     index reads text, without QUERY_STOPS."""
