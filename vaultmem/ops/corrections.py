@@ -147,12 +147,7 @@ def contest_forks(vault, changed: set[str]) -> list[list[str]]:
             corrected = by_link.get(fork[0].supersedes)
             if not ({note.path for note in fork} | {corrected.path if corrected else ""}) & changed:
                 continue
-            now = clock.now()
-            for note in fork:
-                others = [other for other in fork if other is not note]
-                vault.update_note(note.id, contest_change(others, now), op="contest",
-                                  detail={"with": [other.id for other in others],
-                                          "reason": f"another correction of {note.supersedes}"})
+            contest_group(vault, fork, f"another correction of {fork[0].supersedes}")
             done.append([note.id for note in fork])
     return done
 
@@ -184,11 +179,18 @@ def contest_crossed_adds(vault, theirs: set[str], ours: set[str]) -> list[list[s
 
 def contest_pair(vault, note: Note, other: Note, reason: str) -> Note:
     """Mark two memories contested with each other (a `contest` record each); `note` after."""
+    return contest_group(vault, [note, other], reason)[0]
+
+
+def contest_group(vault, notes: list[Note], reason: str) -> list[Note]:
+    """Mark each of `notes` contested with every other (a `contest` record each); them after."""
     now = clock.now()
-    _before, after = vault.update_note(note.id, contest_change([other], now), op="contest",
-                                       detail={"with": [other.id], "reason": reason})
-    vault.update_note(other.id, contest_change([after], now), op="contest",
-                      detail={"with": [note.id], "reason": reason})
+    after = []
+    for note in notes:
+        others = [other for other in notes if other is not note]
+        _before, changed = vault.update_note(note.id, contest_change(others, now), op="contest",
+                                             detail={"with": [other.id for other in others], "reason": reason})
+        after.append(changed)
     return after
 
 
