@@ -98,11 +98,12 @@ def has_conflict_markers(text: str) -> bool:
     return len({match.group(1) for match in _CONFLICT_MARKERS.finditer(text)}) == 2
 
 
-_ID_LINES = re.compile(r"^id:[ \t]*[\"']?([\w.-]+)", re.MULTILINE)
+# An `id:` line as a file states it, read without parsing the file (broken YAML, a merge conflict).
+ID_LINE = re.compile(r"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE | re.ASCII)
 
 
 def conflict_error(path: str, text: str = "") -> NoteError:
-    if len(set(_ID_LINES.findall(text))) > 1:  # two notes, one name: keeping "the right lines" drops one
+    if len(set(ID_LINE.findall(text))) > 1:  # two notes, one name: keeping "the right lines" drops one
         return NoteError(path, f"unresolved merge conflict in {path}: two different notes got this file name "
                                "on two machines", "`vaultmem sync` keeps both (theirs beside it as NAME-2.md) and "
                                                   "finishes the merge")

@@ -31,7 +31,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import sqlite3
 import sys
 import threading
@@ -42,7 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from vaultmem.core.model import HIDDEN_STATUSES, Note
-from vaultmem.core.note import READER_VERSION
+from vaultmem.core.note import ID_LINE, READER_VERSION
 from vaultmem.errors import NoteError
 from vaultmem.store.files import file_identity, open_folder
 
@@ -103,13 +102,12 @@ CREATE TABLE IF NOT EXISTS folders (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT 
 
 
 _DIGITS = frozenset("0123456789")
-_ID_LINE = re.compile(rb"^id:[ \t]*[\"']?([\w.-]+)[\"']?[ \t]*\r?$", re.MULTILINE)
 
 
 def stated_id(data: bytes) -> str | None:
     """The `id:` line of a file that does not parse (broken YAML, a merge conflict), if it has one."""
-    match = _ID_LINE.search(data[:4096])
-    return match.group(1).decode("utf-8", "replace") if match else None
+    match = ID_LINE.search(data[:4096].decode("utf-8", "replace"))
+    return match.group(1) if match else None
 
 
 def is_note_path(rel: str) -> bool:
