@@ -227,11 +227,8 @@ def _contest_forks(vault, root: Path, before: str) -> list[list[str]]:
     if not before:
         return []  # nothing was committed before the pull: no merge to look at
     changed = git(root, "diff", "--name-only", "--relative", before, "HEAD", "--", ".", check=False)
-    contested = contest_forks(vault, set(changed.stdout.splitlines()))
-    if contested:
-        git(root, "add", "-A", "--", ".")
-        git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} memories corrected on two machines")
-    return contested
+    return _committed(root, contest_forks(vault, set(changed.stdout.splitlines())),
+                      "memories corrected on two machines")
 
 
 def _contest_crossed_adds(vault, root: Path, before: str) -> list[list[str]]:
@@ -251,10 +248,15 @@ def _contest_crossed_adds(vault, root: Path, before: str) -> list[list[str]]:
         done = git(root, "diff", "--name-only", "--relative", "--diff-filter=A", old, new, "--", ".", check=False)
         return {line for line in done.stdout.splitlines() if line.endswith(".md")}
 
-    contested = contest_crossed_adds(vault, added(before, "HEAD"), added(base, before))
+    return _committed(root, contest_crossed_adds(vault, added(before, "HEAD"), added(base, before)),
+                      "memories added on two machines")
+
+
+def _committed(root: Path, contested: list[list[str]], what: str) -> list[list[str]]:
+    """Commit the contests a sync wrote after its merge, so every clone gets them."""
     if contested:
         git(root, "add", "-A", "--", ".")
-        git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} memories added on two machines")
+        git(root, "commit", "-q", "-m", f"vaultmem: contest {len(contested)} {what}")
     return contested
 
 
