@@ -412,11 +412,12 @@ def _replaces(a: _Parsed, b: _Parsed, only_a: list[_Tok], only_b: list[_Tok], sh
     taken = [t for t in only_a if t.kind != "word"] or _named_in_place(a, only_a)
     if not dropped or len(taken) != 1 or a.neg % 2 != b.neg % 2 or a.hedged or b.hedged:
         return None
-    family = FAMILY.get(taken[0].kind, taken[0].kind)
-    if family != FAMILY.get(dropped[0].kind, dropped[0].kind) and not (
+    family = FAMILY.get(dropped[0].kind, dropped[0].kind)
+    if family != FAMILY.get(taken[0].kind, taken[0].kind) and not (
             taken[0].kind == "word" and dropped[0].kind in ("word", "name", "weak")):  # "from npm to pnpm"
         return None
-    family = FAMILY.get(dropped[0].kind, dropped[0].kind) if dropped[0].kind != "word" else "code"  # ("values")
+    if dropped[0].kind == "word":
+        family = "code"  # (its label: "values")
     context = [t for t in shared if t.kind in ("word", "name") and t.key not in LIGHT]  # ("CI" is a name)
     heavy_a = [t for t in only_a if t.kind == "word" and t.key not in LIGHT and t is not taken[0]]
     more = [t for t in old if t.kind != "word" or t.key not in LIGHT]
