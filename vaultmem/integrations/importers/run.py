@@ -99,8 +99,9 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
     imported: dict[str, str] = {}  # original id -> note id, for chains and the report
     chains: list[tuple[str, str, str]] = []
     fallback = default_namespace(source_path, fmt)
-    known = _known_texts(vault)
-    earlier = ImportedFiles(vault) if fmt == "markdown" else None
+    notes = vault.notes(include_hidden=True)  # (read once: both below look at every note)
+    known = _known_texts(notes)
+    earlier = ImportedFiles(vault, notes) if fmt == "markdown" else None
     seen: dict[tuple, str] = {}
     index = NoteIndex.of(vault)
     incoming = sorted((r for r in records if isinstance(r, Incoming)),
@@ -177,9 +178,9 @@ def _listed(value) -> list[str]:
     return [str(v) for v in value if v not in (None, "")] if isinstance(value, (list, tuple)) else [str(value)]
 
 
-def _known_texts(vault) -> dict[tuple, str]:
+def _known_texts(notes) -> dict[tuple, str]:
     known = {}
-    for note in vault.notes(include_hidden=True):
+    for note in notes:
         known.setdefault((note.namespace, note.type, _norm(note.text)), note.id)
     return known
 
@@ -189,10 +190,10 @@ class ImportedFiles:
     a file imported again replaces when its text changed (the newest, when an older import left
     two), and whether the vault changed one of them since."""
 
-    def __init__(self, vault):
+    def __init__(self, vault, notes):
         self.vault = vault
         self.notes = {}
-        for note in sorted(vault.notes(include_hidden=True),
+        for note in sorted(notes,
                            key=lambda n: n.created or datetime.min.replace(tzinfo=timezone.utc)):
             if note.source and note.status not in ("superseded", "archived"):
                 self.notes[(note.source, note.namespace, note.type)] = note
