@@ -140,35 +140,35 @@ def run_import(vault, path, fmt: str = "auto", namespace: str | None = None, dry
 
 
 class ExistingLogs:
-    """The vault's review and archive logs as they are, read once: a line an export carries is
-    appended unless the log holds it (importing the same export twice adds nothing)."""
+    """The vault's review and archive logs as they are, read once (by the export's own reader,
+    exporters.log_records): a line an export carries is appended unless the log holds it
+    (importing the same export twice adds nothing)."""
 
     def __init__(self, vault):
         self.vault = vault
-        self.seen: dict[str, set[str]] = {}
+        self.seen: dict[str, set[str]] | None = None  # log -> its records, canonical; read at the first line
 
     def append(self, line: LogLine, dry_run: bool) -> bool:
         """Whether `line` is new to its log (appended unless `dry_run`)."""
+        from vaultmem.integrations.exporters import log_records
         from vaultmem.store.files import append_jsonl
 
-        if line.log not in self.seen:
-            path = self.vault.state_dir / line.log
-            self.seen[line.log] = {self._key(raw) for raw in path.read_text(encoding="utf-8", errors="replace")
-                                   .splitlines()} if path.exists() else set()
-        key = json.dumps(line.record, ensure_ascii=False, sort_keys=True)
-        if key in self.seen[line.log]:
+        if self.seen is None:
+            self.seen = {}
+            for item in log_records(self.vault):
+                self.seen.setdefault(item["log"], set()).add(_canonical(item["record"]))
+        held = self.seen.setdefault(line.log, set())
+        key = _canonical(line.record)
+        if key in held:
             return False
-        self.seen[line.log].add(key)
+        held.add(key)
         if not dry_run:
             append_jsonl(self.vault.state_dir / line.log, line.record)
         return True
 
-    @staticmethod
-    def _key(raw: str) -> str:
-        try:
-            return json.dumps(json.loads(raw), ensure_ascii=False, sort_keys=True)
-        except ValueError:
-            return raw
+
+def _canonical(record: dict) -> str:
+    return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
 def _listed(value) -> list[str]:
