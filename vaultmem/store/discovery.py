@@ -38,8 +38,8 @@ def discover_root(explicit=None, cwd=None) -> str:
         parent = os.path.dirname(folder)
         if parent == folder:
             default = str(default_vault_path())
-            if orphan is not None and not _warned.get(orphan):
-                _warned[orphan] = True  # (once a process: the hooks ask more than once)
+            if orphan is not None and orphan not in _warned:
+                _warned.add(orphan)  # (once a process: the hooks ask more than once)
                 import sys
 
                 print(f"vaultmem: warning: {orphan} holds notes but no {STATE_DIR}/ (deleted, or copied without "
@@ -49,7 +49,7 @@ def discover_root(explicit=None, cwd=None) -> str:
         folder = parent
 
 
-_warned: dict[str, bool] = {}
+_warned: set[str] = set()  # the folders warned of in this process
 
 
 def _holds_notes(folder: str) -> bool:
